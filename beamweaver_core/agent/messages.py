@@ -1,0 +1,108 @@
+"""Chat messages and tool calls: frozen, JSON-serializable value objects."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Role = Literal["system", "user", "assistant", "tool"]
+ToolStatus = Literal["success", "error"]
+_ROLES = ("system", "user", "assistant", "tool")
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """A tool call proposed by a model: `id`, tool `name`, and JSON `args`."""
+
+    id: str
+    name: str
+    args: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "name": self.name, "args": dict(self.args)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ToolCall:
+        args = data.get("args") or {}
+        if not isinstance(args, Mapping):
+            raise TypeError(f"ToolCall args must be a JSON object, got {args!r}")
+        return cls(id=str(data["id"]), name=str(data["name"]), args=dict(args))
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One chat message. Build them with `Message.user(...)` and friends."""
+
+    role: Role
+    content: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+    name: str | None = None
+    status: ToolStatus | None = None
+
+    def __post_init__(self) -> None:
+        if self.role not in _ROLES:
+            raise ValueError(f"Message role must be one of {_ROLES}, got {self.role!r}")
+        if not isinstance(self.content, str):
+            raise TypeError(
+                f"Message content must be a str, got {type(self.content).__name__}; "
+                "serialize structured content to JSON first"
+            )
+        if not isinstance(self.tool_calls, tuple):
+            object.__setattr__(self, "tool_calls", tuple(self.tool_calls))
+
+    @classmethod
+    def system(cls, text: str) -> Message:
+        return cls(role="system", content=text)
+
+    @classmethod
+    def user(cls, text: str) -> Message:
+        return cls(role="user", content=text)
+
+    @classmethod
+    def assistant(cls, text: str = "", tool_calls: Iterable[ToolCall] = ()) -> Message:
+        return cls(role="assistant", content=text, tool_calls=tuple(tool_calls))
+
+    @classmethod
+    def tool(
+        cls,
+        content: Any,
+        *,
+        tool_call_id: str,
+        name: str | None = None,
+        status: ToolStatus = "success",
+    ) -> Message:
+        """A tool result; non-str content is stored as its JSON text."""
+        if not isinstance(content, str):
+            content = json.dumps(content, ensure_ascii=False, sort_keys=True, default=str)
+        return cls(
+            role="tool", content=content, tool_call_id=tool_call_id, name=name, status=status
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"role": self.role, "content": self.content}
+        if self.tool_calls:
+            data["tool_calls"] = [call.to_dict() for call in self.tool_calls]
+        if self.tool_call_id is not None:
+            data["tool_call_id"] = self.tool_call_id
+        if self.name is not None:
+            data["name"] = self.name
+        if self.status is not None:
+            data["status"] = self.status
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Message:
+        return cls(
+            role=data["role"],
+            content=data.get("content") or "",
+            tool_calls=tuple(ToolCall.from_dict(c) for c in data.get("tool_calls") or ()),
+            tool_call_id=data.get("tool_call_id"),
+            name=data.get("name"),
+            status=data.get("status"),
+        )
+
+
+__all__ = ["Message", "Role", "ToolCall", "ToolStatus"]
