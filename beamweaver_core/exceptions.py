@@ -57,6 +57,18 @@ class AmbiguousResumeError(BeamWeaverError, ValueError):
         )
 
 
+class MissingResumeValueError(BeamWeaverError, ValueError):
+    """`resume()` was called without a value while interrupts wait for answers."""
+
+    def __init__(self, pending_ids: Iterable[str]) -> None:
+        self.pending_ids = tuple(pending_ids)
+        super().__init__(
+            f"resume() was called without a value, but interrupt(s) {list(self.pending_ids)} "
+            "are waiting for answers. Pass the answer (or a dict of interrupt id -> answer); "
+            "to answer with None, pass null_resume()."
+        )
+
+
 class UnknownInterruptError(BeamWeaverError, KeyError):
     """A resume map named an interrupt that is not pending, or was empty."""
 
@@ -145,6 +157,7 @@ __all__ = [
     "MalformedModelResponseError",
     "ModelAuthenticationError",
     "ModelProviderError",
+    "MissingResumeValueError",
     "ModelRateLimitError",
     "NotAReviewError",
     "NothingToResumeError",

@@ -106,3 +106,13 @@ class Message:
 
 
 __all__ = ["Message", "Role", "ToolCall", "ToolStatus"]
+
+
+def _register() -> None:
+    from beamweaver_core.checkpoint.serde import register_type
+
+    register_type(Message, "message", Message.to_dict, Message.from_dict)
+    register_type(ToolCall, "tool_call", ToolCall.to_dict, ToolCall.from_dict)
+
+
+_register()

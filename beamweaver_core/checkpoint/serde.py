@@ -1,0 +1,223 @@
+"""Checkpoint serialization: plain JSON plus a small typed envelope for engine types.
+
+`to_jsonable` turns a value into JSON-safe data (validating it on the way) and `dumps` into
+JSON text; `loads` / `from_jsonable` turn them back. Non-JSON engine types travel as
+`{"__bw__": tag, "v": ...}` with a fixed, closed set of tags: nothing is ever revived by
+importing a name found in the data. A user dict that happens to carry the `__bw__` key is
+itself wrapped (tag `dict`), so data can never pose as an engine object.
+
+Refused, with a `TypeError` naming the state path, before anything is written: values of
+other types, non-string dict keys, NaN and infinities, integers beyond 64 bits, and strings
+PostgreSQL cannot store (NUL characters, lone surrogates).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from beamweaver_core.graph.types import NULL_RESUME, Interrupt, Send
+
+TAG = "__bw__"
+_MAX_INT = 2**63
+
+_encoders: dict[type, tuple[str, Callable[[Any], Any]]] = {}
+_decoders: dict[str, Callable[[Any], Any]] = {}
+_lazy_modules = ("beamweaver_core.agent.messages",)
+_lazy_loaded = False
+
+
+def register_type(cls: type, tag: str, encode: Callable[[Any], Any], decode: Callable[[Any], Any]) -> None:
+    """Register an engine type under a fixed tag (done by our own modules at import)."""
+    _encoders[cls] = (tag, encode)
+    _decoders[tag] = decode
+
+
+def _ensure_registered() -> None:
+    # Messages live in the agent package, which depends on this one; its types are
+    # registered on first use instead of by an import cycle.
+    global _lazy_loaded
+    if not _lazy_loaded:
+        import importlib
+
+        for module in _lazy_modules:
+            importlib.import_module(module)
+        _lazy_loaded = True
+
+
+def _path_str(path: tuple[str | int, ...]) -> str:
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "<root>"
+
+
+class _Invalid(TypeError):
+    def __init__(self, path: tuple[str | int, ...], problem: str) -> None:
+        self.path = path
+        self.problem = problem
+        super().__init__(f"Cannot store the value at state path {_path_str(path)!r}: {problem}")
+
+
+def _check_str(value: str, path: tuple[str | int, ...]) -> None:
+    if value.isascii():
+        if "\x00" in value:
+            raise _Invalid(path, "the string contains a NUL character (\\u0000), which PostgreSQL cannot store; remove or replace it")
+        return
+    if "\x00" in value:
+        raise _Invalid(path, "the string contains a NUL character (\\u0000), which PostgreSQL cannot store; remove or replace it")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise _Invalid(
+            path,
+            f"the string contains a lone surrogate ({value[exc.start]!r} at offset {exc.start}), "
+            "which is not valid Unicode; decode your input with errors='replace'",
+        ) from None
+
+
+def _convert(value: Any, path: tuple[str | int, ...]) -> Any:
+    kind = type(value)
+    if kind is str:
+        _check_str(value, path)
+        return value
+    if value is None or kind is bool:
+        return value
+    if kind is int:
+        if -_MAX_INT <= value < _MAX_INT:
+            return value
+        raise _Invalid(path, "the integer does not fit in 64 bits; store it as a string")
+    if kind is float:
+        if value != value or value in (float("inf"), float("-inf")):
+            raise _Invalid(path, f"{value!r} is not valid JSON; use None or a string")
+        return value
+    if kind is dict:
+        out = {}
+        for key, item in value.items():
+            if type(key) is not str:
+                raise _Invalid(
+                    (*path, repr(key)),
+                    f"dict keys must be str, got {type(key).__name__}; convert the key with str()",
+                )
+            _check_str(key, (*path, key))
+            out[key] = _convert(item, (*path, key))
+        if TAG in out:
+            return {TAG: "dict", "v": out}
+        return out
+    if kind is list or kind is tuple:
+        return [_convert(item, (*path, i)) for i, item in enumerate(value)]
+    return _convert_other(value, path)
+
+
+def _convert_other(value: Any, path: tuple[str | int, ...]) -> Any:
+    if not _lazy_loaded:
+        _ensure_registered()
+    entry = _encoders.get(type(value))
+    if entry is not None:
+        tag, encode = entry
+        return {TAG: tag, "v": _convert(encode(value), (*path, f"<{tag}>"))}
+    if isinstance(value, datetime):
+        return {TAG: "datetime", "v": value.isoformat()}
+    if isinstance(value, bytes | bytearray):
+        return {TAG: "bytes", "v": base64.b64encode(bytes(value)).decode("ascii")}
+    if isinstance(value, dict):
+        return _convert(dict(value), path)
+    if isinstance(value, list | tuple):
+        return _convert(list(value), path)
+    if isinstance(value, str):
+        return _convert(str(value), path)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return _convert(int(value), path)
+    if isinstance(value, float):
+        return _convert(float(value), path)
+    raise _Invalid(
+        path,
+        f"values of type {type(value).__qualname__} cannot be checkpointed; store plain data "
+        "(dict, list, str, int, float, bool, None) or an engine type (Message, ToolCall, Send, "
+        "Interrupt, datetime, bytes)",
+    )
+
+
+def to_jsonable(value: Any, path: tuple[str | int, ...] = ()) -> Any:
+    """Validate `value` and return its JSON-safe form (raises `TypeError` with the path)."""
+    return _convert(value, path)
+
+
+def dumps(value: Any, path: tuple[str | int, ...] = ()) -> str:
+    """Serialize `value` to compact JSON text."""
+    return json.dumps(_convert(value, path), ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def _hook(obj: dict[str, Any]) -> Any:
+    tag = obj.get(TAG)
+    if tag is None:
+        return obj
+    if tag == "dict":
+        return obj["v"]
+    if tag == "datetime":
+        return datetime.fromisoformat(obj["v"])
+    if tag == "bytes":
+        return base64.b64decode(obj["v"])
+    if not _lazy_loaded:
+        _ensure_registered()
+    decode = _decoders.get(tag)
+    if decode is None:
+        raise ValueError(f"Unknown serialized type tag {tag!r}: the data was not written by BeamWeaver")
+    return decode(obj["v"])
+
+
+def from_jsonable(data: Any) -> Any:
+    """Revive JSON-safe data produced by `to_jsonable` (engine types from the fixed set)."""
+    if isinstance(data, dict):
+        return _hook({k: from_jsonable(v) for k, v in data.items()})
+    if isinstance(data, list):
+        return [from_jsonable(v) for v in data]
+    return data
+
+
+def loads(text: str | bytes) -> Any:
+    """Parse JSON text written by `dumps`."""
+    return json.loads(text, object_hook=_hook)
+
+
+def validate_json_safe(value: Any, what: str) -> None:
+    """Raise `TypeError` unless `value` is plain JSON data (no engine types)."""
+    try:
+        _plain(value, ())
+    except _Invalid as exc:
+        raise TypeError(f"{what} must be JSON-safe data: at {_path_str(exc.path)!r}, {exc.problem}") from None
+
+
+def _plain(value: Any, path: tuple[str | int, ...]) -> None:
+    kind = type(value)
+    if kind is str:
+        _check_str(value, path)
+    elif value is None or kind is bool or kind is int:
+        return
+    elif kind is float:
+        _convert(value, path)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise _Invalid((*path, repr(key)), f"dict keys must be str, got {type(key).__name__}")
+            _plain(item, (*path, key))
+    elif isinstance(value, list | tuple):
+        for i, item in enumerate(value):
+            _plain(item, (*path, i))
+    else:
+        raise _Invalid(path, f"got a value of type {type(value).__qualname__} (allowed: dict, list, str, int, float, bool, None)")
+
+
+register_type(Send, "send", lambda s: {"node": s.node, "arg": s.arg}, lambda v: Send(v["node"], v["arg"]))
+register_type(Interrupt, "interrupt", Interrupt.to_dict, lambda v: Interrupt(**v))
+register_type(type(NULL_RESUME), "null_resume", lambda _: None, lambda _: NULL_RESUME)
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+__all__ = ["dumps", "from_jsonable", "loads", "register_type", "to_jsonable", "validate_json_safe"]

@@ -1,0 +1,78 @@
+"""The project's own system checks (ids `beamweaver.E0xx` / `beamweaver.W0xx`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.core import checks
+
+
+@checks.register(checks.Tags.security, deploy=True)
+def check_allowed_hosts(app_configs: Any, **kwargs: Any) -> list[checks.CheckMessage]:
+    """`*` in ALLOWED_HOSTS also disables the websocket Origin check: refuse it."""
+    if any(host == "*" or host.startswith(".") for host in settings.ALLOWED_HOSTS):
+        return [
+            checks.Error(
+                "ALLOWED_HOSTS contains a wildcard ('*' or a leading-dot pattern).",
+                hint=(
+                    "List every host name exactly. AllowedHostsOriginValidator trusts "
+                    "ALLOWED_HOSTS, so a wildcard lets any site open an authenticated "
+                    "websocket to the inbox."
+                ),
+                id="beamweaver.E001",
+            )
+        ]
+    return []
+
+
+@checks.register(checks.Tags.security, deploy=True)
+def check_channel_layer(app_configs: Any, **kwargs: Any) -> list[checks.CheckMessage]:
+    backend = settings.CHANNEL_LAYERS.get("default", {}).get("BACKEND", "")
+    if backend.endswith("InMemoryChannelLayer"):
+        return [
+            checks.Error(
+                "The channel layer is in-memory.",
+                hint="Set REDIS_URL so that web processes and workers share one channel layer.",
+                id="beamweaver.E002",
+            )
+        ]
+    return []
+
+
+@checks.register(checks.Tags.database, deploy=True)
+def check_conn_max_age(app_configs: Any, **kwargs: Any) -> list[checks.CheckMessage]:
+    errors = []
+    for alias, db in settings.DATABASES.items():
+        if db.get("CONN_MAX_AGE", 0) != 0:
+            errors.append(
+                checks.Error(
+                    f"DATABASES[{alias!r}]['CONN_MAX_AGE'] is not 0.",
+                    hint="Under ASGI use the psycopg pool (OPTIONS['pool']) instead.",
+                    id="beamweaver.E003",
+                )
+            )
+    return errors
+
+
+@checks.register()
+def check_graph_registry(app_configs: Any, **kwargs: Any) -> list[checks.CheckMessage]:
+    graphs = getattr(settings, "BEAMWEAVER", {}).get("GRAPHS", {})
+    errors = []
+    if not isinstance(graphs, dict):
+        return [
+            checks.Error(
+                "BEAMWEAVER['GRAPHS'] must be a dict of name -> 'module.path:attribute'.",
+                id="beamweaver.E010",
+            )
+        ]
+    for name, target in graphs.items():
+        if not isinstance(target, str) or ":" not in target:
+            errors.append(
+                checks.Error(
+                    f"BEAMWEAVER['GRAPHS'][{name!r}] = {target!r} is not 'module.path:attribute'.",
+                    hint="Example: 'myapp.agents:RefundAgent'.",
+                    id="beamweaver.E011",
+                )
+            )
+    return errors

@@ -1,0 +1,36 @@
+"""The graph engine: Pregel-style super-steps with interrupts (api.md §1)."""
+
+from beamweaver_core.graph.builder import Graph
+from beamweaver_core.graph.compiled import CompiledGraph
+from beamweaver_core.graph.interrupts import interrupt
+from beamweaver_core.graph.runtime import Envelope, Runtime
+from beamweaver_core.graph.types import (
+    END,
+    START,
+    Command,
+    Completed,
+    Interrupt,
+    Interrupted,
+    Send,
+    StateSnapshot,
+    TaskInfo,
+    null_resume,
+)
+
+__all__ = [
+    "END",
+    "START",
+    "Command",
+    "CompiledGraph",
+    "Completed",
+    "Envelope",
+    "Graph",
+    "Interrupt",
+    "Interrupted",
+    "Runtime",
+    "Send",
+    "StateSnapshot",
+    "TaskInfo",
+    "interrupt",
+    "null_resume",
+]

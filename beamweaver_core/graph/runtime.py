@@ -1,0 +1,67 @@
+"""What a node can see of the run (`Runtime`) and the stream of events a run emits."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class Envelope:
+    """One stream event: `event` name, `data`, the `node` and namespace it came from,
+    its sequence number within the run, and when it happened."""
+
+    event: str
+    data: Any = None
+    node: str | None = None
+    ns: str = ""
+    seq: int = 0
+    at: datetime = field(default_factory=lambda: datetime.now(UTC))
+
+
+class EventSink:
+    """Collects envelopes of one run and hands each to `listener` as it happens."""
+
+    __slots__ = ("_listener", "_lock", "_seq", "events")
+
+    def __init__(self, listener: Callable[[Envelope], None] | None = None, *, keep: bool = True) -> None:
+        self._listener = listener
+        self._lock = threading.Lock()
+        self._seq = 0
+        self.events: list[Envelope] | None = [] if keep else None
+
+    def emit(self, event: str, data: Any = None, *, node: str | None = None, ns: str = "") -> None:
+        with self._lock:
+            self._seq += 1
+            envelope = Envelope(event=event, data=data, node=node, ns=ns, seq=self._seq)
+            if self.events is not None:
+                self.events.append(envelope)
+            if self._listener is not None:
+                self._listener(envelope)
+
+
+@dataclass(slots=True)
+class Runtime:
+    """Passed to nodes that accept a second argument.
+
+    `config` and `context` are what the caller passed to `invoke`; `emit(event, data)`
+    sends a custom event to the run's stream (a no-op when nobody streams).
+    """
+
+    config: dict[str, Any]
+    context: Any
+    thread_id: str | None
+    node: str
+    checkpoint_ns: str = ""
+    task_id: str | None = None
+    sink: EventSink | None = None
+
+    def emit(self, event: str, data: Any = None) -> None:
+        if self.sink is not None:
+            self.sink.emit(event, data, node=self.node, ns=self.checkpoint_ns)
+
+
+__all__ = ["Envelope", "EventSink", "Runtime"]

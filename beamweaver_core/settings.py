@@ -1,0 +1,258 @@
+"""Django settings, twelve-factor: everything comes from the environment.
+
+Defaults are safe for a laptop: the embedded Postgres under `var/` when `DATABASE_URL` is
+unset, the in-memory channel layer when `REDIS_URL` is unset, a generated secret key kept
+in `var/`, and hosts limited to loopback. Production sets `DEBUG=0`, `BEAMWEAVER_HTTPS=1`,
+`SECRET_KEY`, `ALLOWED_HOSTS`, `DATABASE_URL` and `REDIS_URL`, and then passes
+`manage.py check --deploy` together with the project's own checks (`beamweaver.E0xx`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl, unquote, urlsplit
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = Path(os.environ.get("BEAMWEAVER_VAR_DIR") or BASE_DIR / "var")
+
+
+def _env_bool(name: str, default: bool) -> bool:
+    value = os.environ.get(name)
+    if value is None or value == "":
+        return default
+    return value.strip().lower() in {"1", "true", "yes", "on"}
+
+
+def _env_list(name: str, default: list[str]) -> list[str]:
+    value = os.environ.get(name)
+    if not value:
+        return default
+    return [item.strip() for item in value.split(",") if item.strip()]
+
+
+def database_from_url(url: str) -> dict[str, Any]:
+    """Translate `postgres://user:pass@host:port/name?opt=v` into a DATABASES entry."""
+    parts = urlsplit(url)
+    if parts.scheme not in {"postgres", "postgresql", "pgsql"}:
+        raise ValueError(
+            f"DATABASE_URL must be a postgres:// URL, got scheme {parts.scheme!r}; "
+            "BeamWeaver runs on PostgreSQL only."
+        )
+    options: dict[str, Any] = dict(parse_qsl(parts.query))
+    host = unquote(parts.hostname or "") or options.pop("host", "")
+    return {
+        "ENGINE": "django.db.backends.postgresql",
+        "NAME": unquote(parts.path.lstrip("/")) or "postgres",
+        "USER": unquote(parts.username or ""),
+        "PASSWORD": unquote(parts.password or ""),
+        "HOST": host,
+        "PORT": str(parts.port or ""),
+        "OPTIONS": options,
+    }
+
+
+def _secret_key() -> str:
+    key = os.environ.get("SECRET_KEY")
+    if key:
+        return key
+    path = VAR_DIR / "secret_key"
+    if path.exists():
+        return path.read_text().strip()
+    VAR_DIR.mkdir(parents=True, exist_ok=True)
+    key = secrets.token_urlsafe(50)
+    path.write_text(key)
+    path.chmod(0o600)
+    return key
+
+
+SECRET_KEY = _secret_key()
+DEBUG = _env_bool("DEBUG", False)
+HTTPS = _env_bool("BEAMWEAVER_HTTPS", False)
+ALLOWED_HOSTS = _env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
+CSRF_TRUSTED_ORIGINS = _env_list("CSRF_TRUSTED_ORIGINS", [])
+
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "channels",
+    "django_htmx",
+    "template_partials",
+    "beamweaver_core.apps.BeamWeaverCoreConfig",
+    "reviews.apps.ReviewsConfig",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "csp.middleware.CSPMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "beamweaver_core.urls"
+ASGI_APPLICATION = "beamweaver_core.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+                "csp.context_processors.nonce",
+            ],
+        },
+    }
+]
+
+if os.environ.get("DATABASE_URL"):
+    _default_db = database_from_url(os.environ["DATABASE_URL"])
+else:
+    from beamweaver_core.embedded_postgres import data_dir
+
+    _default_db = {
+        "ENGINE": "beamweaver_core.embedded_postgres",
+        "NAME": "postgres",
+        "USER": "postgres",
+        "PASSWORD": "",
+        "HOST": "",
+        "PORT": "",
+        "PGDATA": str(data_dir(BASE_DIR)),
+        "OPTIONS": {},
+    }
+# Under ASGI Django advises pooling instead of persistent connections (CONN_MAX_AGE = 0).
+_default_db["CONN_MAX_AGE"] = 0
+_default_db["OPTIONS"].setdefault(
+    "pool",
+    {
+        "min_size": 1,
+        "max_size": int(os.environ.get("BEAMWEAVER_DB_POOL_SIZE", "20")),
+        "timeout": float(os.environ.get("BEAMWEAVER_DB_POOL_TIMEOUT", "10")),
+    },
+)
+_default_db["OPTIONS"].setdefault("application_name", os.environ.get("PGAPPNAME", "beamweaver"))
+_default_db["TEST"] = {"NAME": os.environ.get("BEAMWEAVER_TEST_DB", "test_beamweaver")}
+DATABASES = {"default": _default_db}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+if os.environ.get("REDIS_URL"):
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {
+                "hosts": [os.environ["REDIS_URL"]],
+                "prefix": os.environ.get("BEAMWEAVER_CHANNEL_PREFIX", "beamweaver"),
+                "capacity": 1000,
+                "expiry": 30,
+            },
+        }
+    }
+else:
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "reviews:inbox"
+LOGOUT_REDIRECT_URL = "login"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = False
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = VAR_DIR / "static"
+
+# Security headers. The HTTPS-only ones switch on with BEAMWEAVER_HTTPS=1 (production).
+X_FRAME_OPTIONS = "DENY"
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
+SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_SAMESITE = "Lax"
+CSRF_COOKIE_SAMESITE = "Lax"
+SESSION_COOKIE_SECURE = HTTPS
+CSRF_COOKIE_SECURE = HTTPS
+SECURE_SSL_REDIRECT = HTTPS and _env_bool("BEAMWEAVER_SSL_REDIRECT", True)
+SECURE_HSTS_SECONDS = 31536000 if HTTPS else 0
+SECURE_HSTS_INCLUDE_SUBDOMAINS = HTTPS
+SECURE_HSTS_PRELOAD = HTTPS
+if _env_bool("BEAMWEAVER_BEHIND_PROXY", False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+SESSION_COOKIE_AGE = 60 * 60 * 12
+# Decisions are small JSON documents; bigger bodies are refused before parsing (413).
+DATA_UPLOAD_MAX_MEMORY_SIZE = 512 * 1024
+
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'", "'nonce'"],
+        "style-src": ["'self'"],
+        "img-src": ["'self'", "data:"],
+        "connect-src": ["'self'"],
+        "frame-ancestors": ["'none'"],
+        "form-action": ["'self'"],
+        "base-uri": ["'none'"],
+        "object-src": ["'none'"],
+    }
+}
+
+DEFAULT_EXCEPTION_REPORTER_FILTER = "beamweaver_core.redaction.RedactingExceptionReporterFilter"
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "filters": {"redact": {"()": "beamweaver_core.redaction.RedactingLogFilter"}},
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["redact"]}
+    },
+    "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "WARNING")},
+    "loggers": {
+        "beamweaver_core": {"level": os.environ.get("BEAMWEAVER_LOG_LEVEL", "INFO")},
+        "reviews": {"level": os.environ.get("BEAMWEAVER_LOG_LEVEL", "INFO")},
+    },
+}
+
+
+def _graphs() -> dict[str, str]:
+    graphs = {"ops_assistant": "beamweaver_core.demo.agent:OpsAssistant"}
+    extra = os.environ.get("BEAMWEAVER_GRAPHS")
+    if extra:
+        graphs.update(json.loads(extra))
+    return graphs
+
+
+BEAMWEAVER: dict[str, Any] = {
+    # name -> "module.path:attribute" (a CompiledGraph, an Agent, an Agent subclass, or a
+    # zero-argument factory returning one of those).
+    "GRAPHS": _graphs(),
+    # "inline": a worker runs inside the web process; "external": only `manage.py
+    # beamweaver_worker` processes run graphs. "auto": inline unless REDIS_URL is set.
+    "WORKER_MODE": os.environ.get("BEAMWEAVER_WORKER_MODE", "auto"),
+    "LEASE_SECONDS": float(os.environ.get("BEAMWEAVER_LEASE_SECONDS", "30")),
+    "HEARTBEAT_SECONDS": float(os.environ.get("BEAMWEAVER_HEARTBEAT_SECONDS", "5")),
+    "POLL_SECONDS": float(os.environ.get("BEAMWEAVER_POLL_SECONDS", "2")),
+    "MAX_ATTEMPTS": int(os.environ.get("BEAMWEAVER_MAX_ATTEMPTS", "5")),
+}
