@@ -70,6 +70,10 @@ class Checkpointer(ABC):
     def namespaces(self, thread_id: str) -> list[str]:
         """Every namespace of the thread that holds checkpoints."""
 
+    @abstractmethod
+    def stored_bytes(self, thread_id: str) -> int:
+        """Bytes the thread's checkpoints, blobs and records take in storage."""
+
     # Provided methods.
 
     def commit(

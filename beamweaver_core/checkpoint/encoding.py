@@ -19,7 +19,7 @@ from typing import Any
 
 from beamweaver_core.checkpoint import serde
 from beamweaver_core.checkpoint.types import Checkpoint, NewCheckpoint, TaskRecord, TaskSpec
-from beamweaver_core.graph.types import Interrupt, Send
+from beamweaver_core.types import Interrupt, Send
 
 SNAPSHOT_MIN = 64
 _INLINE_STR_MAX = 256

@@ -4,7 +4,7 @@
 JSON text; `loads` / `from_jsonable` turn them back. Non-JSON engine types travel as
 `{"__bw__": tag, "v": ...}` with a fixed, closed set of tags: nothing is ever revived by
 importing a name found in the data. A user dict that happens to carry the `__bw__` key is
-itself wrapped (tag `dict`), so data can never pose as an engine object.
+itself stored as a list of pairs (tag `dict`), so data can never pose as an engine object.
 
 Refused, with a `TypeError` naming the state path, before anything is written: values of
 other types, non-string dict keys, NaN and infinities, integers beyond 64 bits, and strings
@@ -19,7 +19,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from beamweaver_core.graph.types import NULL_RESUME, Interrupt, Send
+from beamweaver_core.types import NULL_RESUME, Interrupt, Send
 
 TAG = "__bw__"
 _MAX_INT = 2**63
@@ -105,7 +105,8 @@ def _convert(value: Any, path: tuple[str | int, ...]) -> Any:
             _check_str(key, (*path, key))
             out[key] = _convert(item, (*path, key))
         if TAG in out:
-            return {TAG: "dict", "v": out}
+            # As pairs: the decoder works bottom-up, so the tag key must not survive.
+            return {TAG: "dict", "v": [[k, v] for k, v in out.items()]}
         return out
     if kind is list or kind is tuple:
         return [_convert(item, (*path, i)) for i, item in enumerate(value)]
@@ -156,7 +157,7 @@ def _hook(obj: dict[str, Any]) -> Any:
     if tag is None:
         return obj
     if tag == "dict":
-        return obj["v"]
+        return {k: v for k, v in obj["v"]}
     if tag == "datetime":
         return datetime.fromisoformat(obj["v"])
     if tag == "bytes":

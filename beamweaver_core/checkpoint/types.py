@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
-from beamweaver_core.graph.types import Interrupt, Send
+from beamweaver_core.types import Interrupt, Send
 
 Source = Literal["input", "loop", "update", "fork"]
 

@@ -4,7 +4,7 @@ from beamweaver_core.graph.builder import Graph
 from beamweaver_core.graph.compiled import CompiledGraph
 from beamweaver_core.graph.interrupts import interrupt
 from beamweaver_core.graph.runtime import Envelope, Runtime
-from beamweaver_core.graph.types import (
+from beamweaver_core.types import (
     END,
     START,
     Command,

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from beamweaver_core.exceptions import GraphDefinitionError
 from beamweaver_core.graph.nodes import Branch, Join, NodeSpec
 from beamweaver_core.graph.state import Reducer, schema_reducers
-from beamweaver_core.graph.types import END, START
+from beamweaver_core.types import END, START
 
 if TYPE_CHECKING:
     from beamweaver_core.checkpoint.base import Checkpointer

@@ -22,7 +22,7 @@ from beamweaver_core.graph.nodes import Branch, Join, NodeSpec
 from beamweaver_core.graph.runtime import Envelope, EventSink
 from beamweaver_core.graph.state import Reducer
 from beamweaver_core.graph.tasks import TaskRunner, resolve_route, run_concurrently
-from beamweaver_core.graph.types import (
+from beamweaver_core.types import (
     END,
     START,
     Command,

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from beamweaver_core.checkpoint.serde import validate_json_safe
 from beamweaver_core.exceptions import CheckpointerRequiredError
-from beamweaver_core.graph.types import NULL_RESUME, Command, Interrupt
+from beamweaver_core.types import NULL_RESUME, Command, Interrupt
 
 if TYPE_CHECKING:
     from beamweaver_core.graph.runtime import Runtime

@@ -40,7 +40,7 @@ from beamweaver_core.exceptions import (
 )
 from beamweaver_core.graph.interrupts import GraphInterrupt, ParentCommand, TaskScope
 from beamweaver_core.graph.tasks import TaskOutcome, apply_writes, resolve_route
-from beamweaver_core.graph.types import (
+from beamweaver_core.types import (
     END,
     NULL_RESUME,
     START,

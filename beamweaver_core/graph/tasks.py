@@ -19,7 +19,7 @@ from beamweaver_core.exceptions import InvalidUpdateError
 from beamweaver_core.graph.interrupts import GraphInterrupt, ParentCommand, TaskScope, current_scope
 from beamweaver_core.graph.nodes import Branch, NodeSpec
 from beamweaver_core.graph.runtime import Runtime
-from beamweaver_core.graph.types import END, Command, Interrupt, Send
+from beamweaver_core.types import END, Command, Interrupt, Send
 
 if TYPE_CHECKING:
     from beamweaver_core.checkpoint.types import TaskSpec

@@ -1,4 +1,7 @@
-"""Value objects of the graph engine: commands, sends, interrupts, results, snapshots."""
+"""Shared value objects: commands, sends, interrupts, run results, snapshots.
+
+They live outside the `graph` and `checkpoint` packages because both use them.
+"""
 
 from __future__ import annotations
 
