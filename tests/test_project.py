@@ -1,0 +1,58 @@
+"""Project wiring: settings from the environment, system checks, the engine without Django."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from django.db import connection
+
+from beamweaver_core.settings import database_from_url
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_database_url_is_translated_into_a_django_database() -> None:
+    db = database_from_url("postgresql://bw:s%40cret@db.example:6543/beam?sslmode=require")
+    assert db == {
+        "ENGINE": "django.db.backends.postgresql",
+        "NAME": "beam",
+        "USER": "bw",
+        "PASSWORD": "s@cret",
+        "HOST": "db.example",
+        "PORT": "6543",
+        "OPTIONS": {"sslmode": "require"},
+    }
+
+
+def test_a_non_postgres_database_url_is_refused_with_a_clear_message() -> None:
+    with pytest.raises(ValueError, match="BeamWeaver runs on PostgreSQL only"):
+        database_from_url("sqlite:///db.sqlite3")
+
+
+@pytest.mark.django_db
+def test_the_tests_run_on_a_real_postgres() -> None:
+    with connection.cursor() as cursor:
+        cursor.execute("select version()")
+        assert cursor.fetchone()[0].startswith("PostgreSQL")
+
+
+def test_the_engine_imports_and_runs_without_django_configured() -> None:
+    script = (
+        "import sys\n"
+        "from beamweaver_core.graph import Graph, START, END, interrupt\n"
+        "from beamweaver_core.checkpoint import MemoryCheckpointer\n"
+        "from beamweaver_core.agent.messages import Message\n"
+        "from beamweaver_core.llm import init_chat_model\n"
+        "g = Graph().add_node('a', lambda s: {'x': interrupt('q')}).add_edge(START, 'a')"
+        ".compile(checkpointer=MemoryCheckpointer())\n"
+        "c = {'configurable': {'thread_id': 't'}}\n"
+        "g.invoke({}, c)\n"
+        "print(g.resume(41, c).state['x'] + 1)\n"
+        "assert 'django.conf' not in sys.modules or not __import__('django.conf').conf.settings.configured\n"
+    )
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)}
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, check=True)
+    assert out.stdout.strip() == "42"
