@@ -447,7 +447,7 @@ class CompiledGraph:
             chosen: list[str | Send] = []
             if as_node != START:
                 for branch in self.branches.get(as_node, ()):
-                    decided = branch.router(loop.values, None) if branch.takes_runtime else branch.router(loop.values)
+                    decided = branch.route(loop.values, None)
                     chosen.extend(resolve_route(branch, decided, self.nodes))
             routes = loop._routes_after(as_node, loop.values, chosen, barriers)
         loop._commit_step(

@@ -538,8 +538,7 @@ class RunLoop:
                     barriers[join.key] = tuple(sorted(arrived))
         if node == START:
             for branch in graph.branches.get(START, ()):
-                runtime = None
-                decided = branch.router(values, runtime) if branch.takes_runtime else branch.router(values)
+                decided = branch.route(values, None)
                 routes.extend(resolve_route(branch, decided, graph.nodes))
         routes.extend(chosen)
         return routes

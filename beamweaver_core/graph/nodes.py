@@ -22,21 +22,36 @@ def is_async_callable(fn: Callable[..., Any]) -> bool:
     return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(_callable_target(fn))
 
 
-def takes_second_argument(fn: Callable[..., Any]) -> bool:
-    """Whether `fn` accepts a second positional argument (the runtime)."""
+def runtime_parameter(fn: Callable[..., Any]) -> str | None:
+    """How `fn` wants the runtime: `"positional"` (a required second positional
+    parameter), `"keyword"` (a keyword-only parameter named `runtime`), or `None`.
+    `lambda s, n=name: ...` keeps its default."""
     try:
         signature = inspect.signature(fn)
     except (TypeError, ValueError):
-        return False
-    positional = 0
+        return None
+    required = 0
     for param in signature.parameters.values():
-        if param.kind is param.VAR_POSITIONAL:
-            return True
-        if param.kind in (param.POSITIONAL_ONLY, param.POSITIONAL_OR_KEYWORD):
-            positional += 1
-        elif param.kind is param.KEYWORD_ONLY and param.name == "runtime":
-            return True
-    return positional >= 2
+        if param.name == "runtime":
+            if param.kind is param.KEYWORD_ONLY:
+                return "keyword"
+            if param.kind is not param.VAR_KEYWORD:
+                return "positional"
+        if param.kind in (param.POSITIONAL_ONLY, param.POSITIONAL_OR_KEYWORD) and param.default is param.empty:
+            required += 1
+    return "positional" if required >= 2 else None
+
+
+def takes_second_argument(fn: Callable[..., Any]) -> bool:
+    return runtime_parameter(fn) is not None
+
+
+def call_with_runtime(fn: Callable[..., Any], how: str | None, arg: Any, runtime: Any) -> Any:
+    if how is None:
+        return fn(arg)
+    if how == "keyword":
+        return fn(arg, runtime=runtime)
+    return fn(arg, runtime)
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,20 +61,28 @@ class NodeSpec:
     name: str
     fn: Callable[..., Any] | None
     is_async: bool
-    takes_runtime: bool
+    runtime: str | None
     subgraph: CompiledGraph | None = None
+
+    @property
+    def takes_runtime(self) -> bool:
+        return self.runtime is not None
+
+    def call(self, arg: Any, runtime: Any) -> Any:
+        assert self.fn is not None
+        return call_with_runtime(self.fn, self.runtime, arg, runtime)
 
     @classmethod
     def of(cls, name: str, target: Any) -> NodeSpec:
         from beamweaver_core.graph.compiled import CompiledGraph
 
         if isinstance(target, CompiledGraph):
-            return cls(name=name, fn=None, is_async=False, takes_runtime=False, subgraph=target)
+            return cls(name=name, fn=None, is_async=False, runtime=None, subgraph=target)
         return cls(
             name=name,
             fn=target,
             is_async=is_async_callable(target),
-            takes_runtime=takes_second_argument(target),
+            runtime=runtime_parameter(target),
         )
 
 
@@ -70,7 +93,10 @@ class Branch:
     source: str
     router: Callable[..., Any]
     path_map: Mapping[Hashable, str] | None
-    takes_runtime: bool
+    runtime: str | None
+
+    def route(self, state: Any, runtime: Any) -> Any:
+        return call_with_runtime(self.router, self.runtime, state, runtime)
 
     @classmethod
     def of(
@@ -90,7 +116,7 @@ class Branch:
             source=source,
             router=router,
             path_map=mapping,
-            takes_runtime=takes_second_argument(router),
+            runtime=runtime_parameter(router),
         )
 
 
@@ -103,4 +129,4 @@ class Join:
     target: str
 
 
-__all__ = ["Branch", "Join", "NodeSpec", "is_async_callable", "takes_second_argument"]
+__all__ = ["Branch", "Join", "NodeSpec", "call_with_runtime", "is_async_callable", "runtime_parameter", "takes_second_argument"]

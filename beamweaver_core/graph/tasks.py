@@ -191,7 +191,7 @@ class TaskRunner:
             view = dict(self.loop.values)
             apply_writes(view, writes, graph.reducers)
             for branch in branches:
-                decided = branch.router(view, scope.runtime) if branch.takes_runtime else branch.router(view)
+                decided = branch.route(view, scope.runtime)
                 routes.extend(resolve_route(branch, decided, graph.nodes))
         routes = [r for r in routes if r != END]
         return TaskOutcome(task, "done", tuple(writes), tuple(routes))
@@ -221,11 +221,9 @@ class TaskRunner:
             if spec.subgraph is not None:
                 result = self._subgraph_update(spec.subgraph._run_nested_sync(arg, scope))
             elif spec.is_async:
-                result = run_coroutine_blocking(
-                    spec.fn(arg, scope.runtime) if spec.takes_runtime else spec.fn(arg)  # type: ignore[misc]
-                )
+                result = run_coroutine_blocking(spec.call(arg, scope.runtime))
             else:
-                result = spec.fn(arg, scope.runtime) if spec.takes_runtime else spec.fn(arg)  # type: ignore[misc]
+                result = spec.call(arg, scope.runtime)
             outcome = self._finish(task, scope, result)
         except (Exception, GraphInterrupt, ParentCommand) as exc:
             outcome = self._fail(task, scope, exc)
@@ -244,12 +242,9 @@ class TaskRunner:
             if spec.subgraph is not None:
                 result = self._subgraph_update(await spec.subgraph._run_nested_async(arg, scope))
             elif spec.is_async:
-                result = await (spec.fn(arg, scope.runtime) if spec.takes_runtime else spec.fn(arg))  # type: ignore[misc]
+                result = await spec.call(arg, scope.runtime)
             else:
-                fn = spec.fn
-                assert fn is not None
-                call: Callable[[], Any] = (lambda: fn(arg, scope.runtime)) if spec.takes_runtime else (lambda: fn(arg))
-                result = await asyncio.to_thread(call)
+                result = await asyncio.to_thread(spec.call, arg, scope.runtime)
             outcome = self._finish(task, scope, result)
         except (Exception, GraphInterrupt, ParentCommand) as exc:
             outcome = self._fail(task, scope, exc)
