@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -47,8 +47,10 @@ class EventSink:
 class Runtime:
     """Passed to nodes that accept a second argument.
 
-    `config` and `context` are what the caller passed to `invoke`; `emit(event, data)`
-    sends a custom event to the run's stream (a no-op when nobody streams).
+    `config` and `context` are what the caller passed to `invoke`; `state` is a read-only
+    view of the graph state the task's step started from (for a `Send` task too, whose
+    input is its own argument); `emit(event, data)` sends a custom event to the run's
+    stream (a no-op when nobody streams).
     """
 
     config: dict[str, Any]
@@ -58,6 +60,7 @@ class Runtime:
     checkpoint_ns: str = ""
     task_id: str | None = None
     sink: EventSink | None = None
+    state: Mapping[str, Any] = field(default_factory=dict)
 
     def emit(self, event: str, data: Any = None) -> None:
         if self.sink is not None:

@@ -13,6 +13,7 @@ import contextvars
 import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from beamweaver_core.exceptions import InvalidUpdateError
@@ -152,6 +153,7 @@ class TaskRunner:
                 checkpoint_ns=task_ns,
                 task_id=task.id,
                 sink=loop.sink,
+                state=MappingProxyType(loop.values),
             )
         scope = TaskScope(
             node=task.name,
