@@ -54,5 +54,14 @@ def test_the_engine_imports_and_runs_without_django_configured() -> None:
         "assert 'django.conf' not in sys.modules or not __import__('django.conf').conf.settings.configured\n"
     )
     env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)}
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=env, check=True
+    )
     assert out.stdout.strip() == "42"
+
+
+def test_ci_runs_the_readme_test_command_verbatim() -> None:
+    readme = (ROOT / "README.md").read_text()
+    test_command = readme.split("**Run the tests:**")[1].split("```sh\n")[1].split("\n```")[0]
+    ci_lines = (ROOT / ".ci" / "run").read_text().splitlines()
+    assert test_command in ci_lines

@@ -33,7 +33,9 @@ class Checkpointer(ABC):
     # Methods that child classes must implement.
 
     @abstractmethod
-    def load(self, thread_id: str, ns: str = "", checkpoint_id: str | None = None) -> Checkpoint | None:
+    def load(
+        self, thread_id: str, ns: str = "", checkpoint_id: str | None = None
+    ) -> Checkpoint | None:
         """The latest checkpoint of the namespace (or the one with `checkpoint_id`),
         with its pending records; `None` if there is none."""
 

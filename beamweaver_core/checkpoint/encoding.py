@@ -90,7 +90,7 @@ def plan_storage(
             continue
         parent_chain = parent_chains.get(key)
         if prefix is not None and parent_chain is not None and key in parent_versions:
-            snap_version, snap_len = parent_chain
+            _, snap_len = parent_chain
             if len(value) - snap_len < max(SNAPSHOT_MIN, snap_len):
                 deltas[key] = (parent_versions[key], prefix)
                 continue

@@ -39,7 +39,9 @@ class MemoryCheckpointer(Checkpointer):
         spaces = self._threads.get(thread_id)
         return spaces.get(ns) if spaces is not None else None
 
-    def load(self, thread_id: str, ns: str = "", checkpoint_id: str | None = None) -> Checkpoint | None:
+    def load(
+        self, thread_id: str, ns: str = "", checkpoint_id: str | None = None
+    ) -> Checkpoint | None:
         with self._lock:
             space = self._ns(thread_id, ns)
             if space is None or not space.rows:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -30,7 +31,9 @@ _lazy_modules = ("beamweaver_core.agent.messages",)
 _lazy_loaded = False
 
 
-def register_type(cls: type, tag: str, encode: Callable[[Any], Any], decode: Callable[[Any], Any]) -> None:
+def register_type(
+    cls: type, tag: str, encode: Callable[[Any], Any], decode: Callable[[Any], Any]
+) -> None:
     """Register an engine type under a fixed tag (done by our own modules at import)."""
     _encoders[cls] = (tag, encode)
     _decoders[tag] = decode
@@ -65,10 +68,16 @@ class _Invalid(TypeError):
 def _check_str(value: str, path: tuple[str | int, ...]) -> None:
     if value.isascii():
         if "\x00" in value:
-            raise _Invalid(path, "the string contains a NUL character (\\u0000), which PostgreSQL cannot store; remove or replace it")
+            raise _Invalid(
+                path,
+                "the string contains a NUL character (\\u0000), which PostgreSQL cannot store; remove or replace it",
+            )
         return
     if "\x00" in value:
-        raise _Invalid(path, "the string contains a NUL character (\\u0000), which PostgreSQL cannot store; remove or replace it")
+        raise _Invalid(
+            path,
+            "the string contains a NUL character (\\u0000), which PostgreSQL cannot store; remove or replace it",
+        )
     try:
         value.encode("utf-8")
     except UnicodeEncodeError as exc:
@@ -91,7 +100,7 @@ def _convert(value: Any, path: tuple[str | int, ...]) -> Any:
             return value
         raise _Invalid(path, "the integer does not fit in 64 bits; store it as a string")
     if kind is float:
-        if value != value or value in (float("inf"), float("-inf")):
+        if not math.isfinite(value):
             raise _Invalid(path, f"{value!r} is not valid JSON; use None or a string")
         return value
     if kind is dict:
@@ -149,7 +158,9 @@ def to_jsonable(value: Any, path: tuple[str | int, ...] = ()) -> Any:
 
 def dumps(value: Any, path: tuple[str | int, ...] = ()) -> str:
     """Serialize `value` to compact JSON text."""
-    return json.dumps(_convert(value, path), ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return json.dumps(
+        _convert(value, path), ensure_ascii=False, separators=(",", ":"), allow_nan=False
+    )
 
 
 def _hook(obj: dict[str, Any]) -> Any:
@@ -166,7 +177,9 @@ def _hook(obj: dict[str, Any]) -> Any:
         _ensure_registered()
     decode = _decoders.get(tag)
     if decode is None:
-        raise ValueError(f"Unknown serialized type tag {tag!r}: the data was not written by BeamWeaver")
+        raise ValueError(
+            f"Unknown serialized type tag {tag!r}: the data was not written by BeamWeaver"
+        )
     return decode(obj["v"])
 
 
@@ -189,7 +202,9 @@ def validate_json_safe(value: Any, what: str) -> None:
     try:
         _plain(value, ())
     except _Invalid as exc:
-        raise TypeError(f"{what} must be JSON-safe data: at {_path_str(exc.path)!r}, {exc.problem}") from None
+        raise TypeError(
+            f"{what} must be JSON-safe data: at {_path_str(exc.path)!r}, {exc.problem}"
+        ) from None
 
 
 def _plain(value: Any, path: tuple[str | int, ...]) -> None:
@@ -203,16 +218,23 @@ def _plain(value: Any, path: tuple[str | int, ...]) -> None:
     elif isinstance(value, dict):
         for key, item in value.items():
             if not isinstance(key, str):
-                raise _Invalid((*path, repr(key)), f"dict keys must be str, got {type(key).__name__}")
+                raise _Invalid(
+                    (*path, repr(key)), f"dict keys must be str, got {type(key).__name__}"
+                )
             _plain(item, (*path, key))
     elif isinstance(value, list | tuple):
         for i, item in enumerate(value):
             _plain(item, (*path, i))
     else:
-        raise _Invalid(path, f"got a value of type {type(value).__qualname__} (allowed: dict, list, str, int, float, bool, None)")
+        raise _Invalid(
+            path,
+            f"got a value of type {type(value).__qualname__} (allowed: dict, list, str, int, float, bool, None)",
+        )
 
 
-register_type(Send, "send", lambda s: {"node": s.node, "arg": s.arg}, lambda v: Send(v["node"], v["arg"]))
+register_type(
+    Send, "send", lambda s: {"node": s.node, "arg": s.arg}, lambda v: Send(v["node"], v["arg"])
+)
 register_type(Interrupt, "interrupt", Interrupt.to_dict, lambda v: Interrupt(**v))
 register_type(type(NULL_RESUME), "null_resume", lambda _: None, lambda _: NULL_RESUME)
 

@@ -96,7 +96,9 @@ class Graph:
                 )
                 continue
             if not callable(fn) and not isinstance(fn, CompiledGraph):
-                problems.append(f"node {node!r} is {fn!r}, which is neither callable nor a compiled graph")
+                problems.append(
+                    f"node {node!r} is {fn!r}, which is neither callable nor a compiled graph"
+                )
                 continue
             specs[node] = NodeSpec.of(node, fn)
 
@@ -137,7 +139,9 @@ class Graph:
             branch = Branch.of(src, router, path_map)
             for target in (branch.path_map or {}).values():
                 if target != END and target not in self.nodes:
-                    problems.append(f"conditional edge from {src!r}: path_map names unknown node {target!r}")
+                    problems.append(
+                        f"conditional edge from {src!r}: path_map names unknown node {target!r}"
+                    )
             branches.setdefault(src, []).append(branch)
 
         if START not in successors and START not in branches:
@@ -145,7 +149,10 @@ class Graph:
                 "no path from START: add an edge from START, e.g. add_edge(START, 'first_node')"
             )
 
-        for label, names in (("interrupt_before", interrupt_before), ("interrupt_after", interrupt_after)):
+        for label, names in (
+            ("interrupt_before", interrupt_before),
+            ("interrupt_after", interrupt_after),
+        ):
             if names == "*":
                 continue
             if isinstance(names, str):
@@ -167,8 +174,12 @@ class Graph:
             reducers=dict(self.reducers),
             keys=self.keys,
             checkpointer=checkpointer,
-            interrupt_before=frozenset(specs) if interrupt_before == "*" else frozenset(interrupt_before),
-            interrupt_after=frozenset(specs) if interrupt_after == "*" else frozenset(interrupt_after),
+            interrupt_before=frozenset(specs)
+            if interrupt_before == "*"
+            else frozenset(interrupt_before),
+            interrupt_after=frozenset(specs)
+            if interrupt_after == "*"
+            else frozenset(interrupt_after),
         )
 
 

@@ -10,7 +10,8 @@ import asyncio
 import dataclasses
 import queue
 import threading
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping
+from functools import partial
 from typing import Any
 
 from beamweaver_core.checkpoint.base import Checkpointer
@@ -81,7 +82,9 @@ class CompiledGraph:
 
     # -- running ----------------------------------------------------------------------
 
-    def _loop(self, input: Any, config: Config | None, context: Any, sink: EventSink | None) -> RunLoop:
+    def _loop(
+        self, input: Any, config: Config | None, context: Any, sink: EventSink | None
+    ) -> RunLoop:
         config = dict(config or {})
         loop = RunLoop(self, config, context, sink)
         checkpoint_id = (config.get("configurable") or {}).get("checkpoint_id")
@@ -91,7 +94,11 @@ class CompiledGraph:
                     "Command(graph=Command.PARENT) was given as input, but there is no parent "
                     "graph: it can only be returned by a node of a subgraph."
                 )
-            goto = [] if input.goto is None else ([input.goto] if isinstance(input.goto, str | Send) else list(input.goto))
+            goto = (
+                []
+                if input.goto is None
+                else ([input.goto] if isinstance(input.goto, str | Send) else list(input.goto))
+            )
             loop.continue_(
                 NO_VALUE if input.resume is None else input.resume,
                 update=input.update,
@@ -101,18 +108,25 @@ class CompiledGraph:
         elif input is None:
             loop.continue_(NO_VALUE, checkpoint_id=checkpoint_id)
         else:
-            loop.start(input, **({} if checkpoint_id is None else {"head": self._fork_base(loop, checkpoint_id)}))
+            loop.start(
+                input,
+                **({} if checkpoint_id is None else {"head": self._fork_base(loop, checkpoint_id)}),
+            )
         return loop
 
     def _fork_base(self, loop: RunLoop, checkpoint_id: str) -> Checkpoint:
         from beamweaver_core.exceptions import CheckpointNotFoundError
 
         if loop.checkpointer is None or loop.thread_id is None:
-            raise CheckpointerRequiredError("checkpoint_id needs a graph compiled with a checkpointer")
+            raise CheckpointerRequiredError(
+                "checkpoint_id needs a graph compiled with a checkpointer"
+            )
         head = loop.checkpointer.load(loop.thread_id)
         base = loop.checkpointer.load(loop.thread_id, "", checkpoint_id)
         if base is None or head is None:
-            raise CheckpointNotFoundError(f"Thread {loop.thread_id!r} has no checkpoint {checkpoint_id!r}.")
+            raise CheckpointNotFoundError(
+                f"Thread {loop.thread_id!r} has no checkpoint {checkpoint_id!r}."
+            )
         loop.seq = head.seq
         return base
 
@@ -133,22 +147,30 @@ class CompiledGraph:
             return Completed(state=self._run_nested_sync(input, scope))
         return self._run(input, config, context, None)
 
-    def resume(self, value: Any = None, config: Config | None = None, context: Any = None) -> RunResult:
+    def resume(
+        self, value: Any = None, config: Config | None = None, context: Any = None
+    ) -> RunResult:
         """Answer the pending interrupt(s) and continue: a scalar for one pending interrupt,
         a dict `{interrupt_id: answer}` for several, `None` to continue past a breakpoint,
         `null_resume()` to answer `None`."""
         return self._run(Command(resume=value), config, context, None)
 
-    async def ainvoke(self, input: Any, config: Config | None = None, context: Any = None) -> RunResult:
+    async def ainvoke(
+        self, input: Any, config: Config | None = None, context: Any = None
+    ) -> RunResult:
         scope = self._nested_scope(config)
         if scope is not None:
             return Completed(state=await self._run_nested_async(input, scope))
         return await self._arun(input, config, context, None)
 
-    async def aresume(self, value: Any = None, config: Config | None = None, context: Any = None) -> RunResult:
+    async def aresume(
+        self, value: Any = None, config: Config | None = None, context: Any = None
+    ) -> RunResult:
         return await self._arun(Command(resume=value), config, context, None)
 
-    def _run(self, input: Any, config: Config | None, context: Any, sink: EventSink | None) -> RunResult:
+    def _run(
+        self, input: Any, config: Config | None, context: Any, sink: EventSink | None
+    ) -> RunResult:
         if sink is not None:
             sink.emit("run.started", {"graph": self.name})
         try:
@@ -160,11 +182,17 @@ class CompiledGraph:
             raise
         return self._finish(result, sink)
 
-    async def _arun(self, input: Any, config: Config | None, context: Any, sink: EventSink | None) -> RunResult:
+    async def _arun(
+        self, input: Any, config: Config | None, context: Any, sink: EventSink | None
+    ) -> RunResult:
         if sink is not None:
             sink.emit("run.started", {"graph": self.name})
         try:
-            loop = await asyncio.to_thread(self._loop, input, config, context, sink) if self._blocking else self._loop(input, config, context, sink)
+            loop = (
+                await asyncio.to_thread(self._loop, input, config, context, sink)
+                if self._blocking
+                else self._loop(input, config, context, sink)
+            )
             result = await self._adrive(loop)
         except BaseException as exc:
             if sink is not None:
@@ -181,7 +209,10 @@ class CompiledGraph:
         if sink is None:
             return result
         if isinstance(result, Interrupted):
-            sink.emit("run.interrupted", {"interrupts": [i.to_dict() for i in result.interrupts], "result": result})
+            sink.emit(
+                "run.interrupted",
+                {"interrupts": [i.to_dict() for i in result.interrupts], "result": result},
+            )
         else:
             sink.emit("run.completed", {"result": result})
         return dataclasses.replace(result, events=list(sink.events or ()))
@@ -214,9 +245,7 @@ class CompiledGraph:
                 task, answers = step[0]
                 outcomes = [runner.run_sync(task, answers)]
             else:
-                outcomes = run_concurrently(
-                    [lambda t=task, a=answers: runner.run_sync(t, a) for task, answers in step]
-                )
+                outcomes = run_concurrently([partial(runner.run_sync, t, a) for t, a in step])
             terminal = loop.absorb(outcomes)
             self._commit(loop)
             if isinstance(terminal, Failure):
@@ -268,12 +297,16 @@ class CompiledGraph:
 
     # -- streaming --------------------------------------------------------------------
 
-    def stream_events(self, input: Any, config: Config | None = None, context: Any = None) -> RunResult:
+    def stream_events(
+        self, input: Any, config: Config | None = None, context: Any = None
+    ) -> RunResult:
         """Run like `invoke` and return the result with `.events`: every `Envelope` emitted
         up to the end or the pause."""
         return self._run(input, config, context, EventSink())
 
-    def iter_events(self, input: Any, config: Config | None = None, context: Any = None) -> Iterator[Envelope]:
+    def iter_events(
+        self, input: Any, config: Config | None = None, context: Any = None
+    ) -> Iterator[Envelope]:
         """Yield envelopes live as the run produces them. The last one is `run.completed`,
         `run.interrupted` or `run.failed`, whose `data["result"]` / `data["exception"]`
         carries the outcome."""
@@ -283,7 +316,7 @@ class CompiledGraph:
         def work() -> None:
             try:
                 self._run(input, config, context, sink)
-            except BaseException:  # noqa: BLE001, S110  (reported as the run.failed event)
+            except BaseException:
                 pass
             finally:
                 inbox.put(None)
@@ -309,7 +342,7 @@ class CompiledGraph:
         async def work() -> None:
             try:
                 await self._arun(input, config, context, sink)
-            except BaseException:  # noqa: BLE001, S110  (reported as the run.failed event)
+            except BaseException:
                 pass
             finally:
                 loop.call_soon_threadsafe(inbox.put_nowait, None)
@@ -331,7 +364,9 @@ class CompiledGraph:
             )
         thread_id = ((config or {}).get("configurable") or {}).get("thread_id")
         if not thread_id:
-            raise ValueError("Pass config={'configurable': {'thread_id': '...'}} to address a thread.")
+            raise ValueError(
+                "Pass config={'configurable': {'thread_id': '...'}} to address a thread."
+            )
         return self.checkpointer, thread_id
 
     def get_state(self, config: Config, subgraphs: bool = False) -> StateSnapshot:
@@ -343,8 +378,19 @@ class CompiledGraph:
             if checkpoint_id is not None:
                 from beamweaver_core.exceptions import CheckpointNotFoundError
 
-                raise CheckpointNotFoundError(f"Thread {thread_id!r} has no checkpoint {checkpoint_id!r}.")
-            return StateSnapshot({}, (), {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}, {}, None, None, (), ())
+                raise CheckpointNotFoundError(
+                    f"Thread {thread_id!r} has no checkpoint {checkpoint_id!r}."
+                )
+            return StateSnapshot(
+                {},
+                (),
+                {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}},
+                {},
+                None,
+                None,
+                (),
+                (),
+            )
         return self._snapshot(cp, config, subgraphs)
 
     def _snapshot(self, cp: Checkpoint, config: Config, subgraphs: bool) -> StateSnapshot:
@@ -363,10 +409,14 @@ class CompiledGraph:
             if spec is not None and spec.subgraph is not None:
                 task_ns = f"{cp.ns}|{task.name}:{task.id}" if cp.ns else f"{task.name}:{task.id}"
                 child_ns = f"{task_ns}|{spec.subgraph.name}"
-                child_config = {"configurable": {"thread_id": cp.thread_id, "checkpoint_ns": child_ns}}
+                child_config = {
+                    "configurable": {"thread_id": cp.thread_id, "checkpoint_ns": child_ns}
+                }
                 if subgraphs and self.checkpointer is not None:
                     child_cp = self.checkpointer.load(cp.thread_id, child_ns)
-                    child_state = spec.subgraph._snapshot(child_cp, child_config, True) if child_cp else None
+                    child_state = (
+                        spec.subgraph._snapshot(child_cp, child_config, True) if child_cp else None
+                    )
                 else:
                     child_state = child_config
             tasks.append(
@@ -389,7 +439,9 @@ class CompiledGraph:
             config={"configurable": {**base, "checkpoint_id": cp.id}},
             metadata=metadata,
             created_at=cp.created_at,
-            parent_config={"configurable": {**base, "checkpoint_id": cp.parent_id}} if cp.parent_id else None,
+            parent_config={"configurable": {**base, "checkpoint_id": cp.parent_id}}
+            if cp.parent_id
+            else None,
             tasks=tuple(tasks),
             interrupts=loop.pending_interrupts(),
         )
@@ -404,7 +456,9 @@ class CompiledGraph:
         for cp in checkpointer.history(thread_id, "", before=before, limit=limit):
             yield self._snapshot(cp, config, False)
 
-    def update_state(self, config: Config, values: Mapping[str, Any] | None, as_node: str | None = None) -> Config:
+    def update_state(
+        self, config: Config, values: Mapping[str, Any] | None, as_node: str | None = None
+    ) -> Config:
         """Write a new checkpoint as if `as_node` had returned `values`.
 
         With `as_node=None` the pending tasks stay scheduled and run again (with new
@@ -424,7 +478,9 @@ class CompiledGraph:
         if checkpoint_id is not None and base is None:
             from beamweaver_core.exceptions import CheckpointNotFoundError
 
-            raise CheckpointNotFoundError(f"Thread {thread_id!r} has no checkpoint {checkpoint_id!r}.")
+            raise CheckpointNotFoundError(
+                f"Thread {thread_id!r} has no checkpoint {checkpoint_id!r}."
+            )
         if base is not None:
             loop._adopt(base)
         loop.seq = head.seq if head is not None else 0
@@ -432,7 +488,9 @@ class CompiledGraph:
         if self.keys is not None:
             unknown = [k for k, _ in writes if k not in self.keys]
             if unknown:
-                raise InvalidUpdateError(f"update_state: key(s) {unknown} are not in the state schema.")
+                raise InvalidUpdateError(
+                    f"update_state: key(s) {unknown} are not in the state schema."
+                )
         old_values = dict(loop.values)
         from beamweaver_core.graph.tasks import apply_writes
 
@@ -462,7 +520,13 @@ class CompiledGraph:
         )
         self._commit(loop)
         assert loop.current is not None
-        return {"configurable": {"thread_id": thread_id, "checkpoint_ns": "", "checkpoint_id": loop.current.id}}
+        return {
+            "configurable": {
+                "thread_id": thread_id,
+                "checkpoint_ns": "",
+                "checkpoint_id": loop.current.id,
+            }
+        }
 
 
 __all__ = ["CompiledGraph", "Config"]

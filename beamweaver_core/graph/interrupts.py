@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from beamweaver_core.graph.runtime import Runtime
 
 
-class GraphInterrupt(BaseException):  # noqa: N818  (a control signal, not an error)
+class GraphInterrupt(BaseException):
     """Raised by `interrupt()` to pause the running task; carries the new interrupts."""
 
     def __init__(self, interrupts: tuple[Interrupt, ...]) -> None:
@@ -29,7 +29,7 @@ class GraphInterrupt(BaseException):  # noqa: N818  (a control signal, not an er
         self.interrupts = interrupts
 
 
-class ParentCommand(BaseException):  # noqa: N818  (control flow, not an error)
+class ParentCommand(BaseException):
     """Carries a `Command(graph=Command.PARENT)` out of a subgraph to its parent task."""
 
     def __init__(self, command: Command) -> None:
@@ -101,4 +101,11 @@ def interrupt(value: Any) -> Any:
     raise GraphInterrupt((Interrupt(id=iid, value=value, node=scope.node, ns=scope.task_ns),))
 
 
-__all__ = ["GraphInterrupt", "ParentCommand", "TaskScope", "current_scope", "interrupt", "interrupt_id"]
+__all__ = [
+    "GraphInterrupt",
+    "ParentCommand",
+    "TaskScope",
+    "current_scope",
+    "interrupt",
+    "interrupt_id",
+]

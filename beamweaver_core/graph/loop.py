@@ -71,7 +71,9 @@ def task_id(checkpoint_id: str, ns: str, path: str) -> str:
 
 
 def breakpoint_id(checkpoint_id: str, timing: str) -> str:
-    return hashlib.blake2b(f"{checkpoint_id}|breakpoint|{timing}".encode(), digest_size=16).hexdigest()
+    return hashlib.blake2b(
+        f"{checkpoint_id}|breakpoint|{timing}".encode(), digest_size=16
+    ).hexdigest()
 
 
 def is_resume_map(value: Any) -> bool:
@@ -134,7 +136,9 @@ class RunLoop:
                 )
         limit = config.get("recursion_limit", DEFAULT_RECURSION_LIMIT)
         if not isinstance(limit, int) or limit < 1:
-            raise ValueError(f"config['recursion_limit'] must be an int of at least 1, got {limit!r}")
+            raise ValueError(
+                f"config['recursion_limit'] must be an int of at least 1, got {limit!r}"
+            )
         self.recursion_limit = limit
         self.values: dict[str, Any] = {}
         self.tasks: tuple[TaskSpec, ...] = ()
@@ -170,7 +174,7 @@ class RunLoop:
         self.start(arg, head=None)
         return None
 
-    def start(self, arg: Any, head: Checkpoint | None | Any = _MISSING) -> None:
+    def start(self, arg: Any, head: Checkpoint | Any | None = _MISSING) -> None:
         """Fresh input: discard any pending step and run from START with `arg` applied."""
         if arg is not None and not isinstance(arg, Mapping):
             raise InvalidUpdateError(
@@ -341,7 +345,9 @@ class RunLoop:
             if name == END:
                 continue
             if name not in self.graph.nodes:
-                raise InvalidUpdateError(f"Command(goto={name!r}) names an unknown node; known: {sorted(self.graph.nodes)}")
+                raise InvalidUpdateError(
+                    f"Command(goto={name!r}) names an unknown node; known: {sorted(self.graph.nodes)}"
+                )
             if isinstance(target, Send):
                 tasks.append(TaskSpec(id=new_id(), name=name, push=len(tasks), arg=target.arg))
             elif name not in pulls:
@@ -385,11 +391,23 @@ class RunLoop:
         if graph.interrupt_after:
             for node in cp.metadata.get("_after", ()):
                 if node in graph.interrupt_after:
-                    return Interrupt(id=breakpoint_id(cp.id, "after"), value=None, node=node, ns=self.ns, timing="after")
+                    return Interrupt(
+                        id=breakpoint_id(cp.id, "after"),
+                        value=None,
+                        node=node,
+                        ns=self.ns,
+                        timing="after",
+                    )
         if graph.interrupt_before and not self.records:
             for task in self.tasks:
                 if task.name in graph.interrupt_before:
-                    return Interrupt(id=breakpoint_id(cp.id, "before"), value=None, node=task.name, ns=self.ns, timing="before")
+                    return Interrupt(
+                        id=breakpoint_id(cp.id, "before"),
+                        value=None,
+                        node=task.name,
+                        ns=self.ns,
+                        timing="before",
+                    )
         return None
 
     def next_step(self) -> list[tuple[TaskSpec, tuple[Any, ...]]] | Completed | Pause:
@@ -441,7 +459,9 @@ class RunLoop:
             if outcome.status == "done":
                 record = TaskRecord(status="done", writes=outcome.writes, routes=outcome.routes)
             elif outcome.status == "interrupted":
-                record = TaskRecord(status="interrupted", answers=outcome.answers, interrupts=outcome.interrupts)
+                record = TaskRecord(
+                    status="interrupted", answers=outcome.answers, interrupts=outcome.interrupts
+                )
             elif outcome.status == "parent":
                 if parent_command is None:
                     assert isinstance(outcome.error, ParentCommand)
@@ -485,7 +505,11 @@ class RunLoop:
             reducer = reducers.get(key)
             if reducer is None:
                 if len(updates) > 1:
-                    writers = [t.name for t in self.tasks if any(k == key for k, _ in self.records[t.id].writes)]
+                    writers = [
+                        t.name
+                        for t in self.tasks
+                        if any(k == key for k, _ in self.records[t.id].writes)
+                    ]
                     raise InvalidUpdateError(
                         f"At key {key!r}: nodes {writers} wrote it in the same super-step, but it has "
                         "no reducer, so only one value per step is allowed. Declare a reducer "
@@ -500,7 +524,9 @@ class RunLoop:
         barriers = dict(self.barriers)
         routes: list[str | Send] = []
         for task in self.tasks:
-            routes.extend(self._routes_after(task.name, values, self.records[task.id].routes, barriers))
+            routes.extend(
+                self._routes_after(task.name, values, self.records[task.id].routes, barriers)
+            )
         ran = tuple(sorted({t.name for t in self.tasks}))
         self.values = values
         self.steps_run += 1
@@ -516,7 +542,9 @@ class RunLoop:
             after=ran if graph.interrupt_after else (),
         )
         if self.sink is not None:
-            self.sink.emit("state.updated", {"step": step, "updated": sorted(collected)}, ns=self.ns)
+            self.sink.emit(
+                "state.updated", {"step": step, "updated": sorted(collected)}, ns=self.ns
+            )
 
     def _routes_after(
         self,
@@ -567,7 +595,10 @@ class RunLoop:
         if self.checkpointer is None:
             # Without a checkpointer ids only need to tell the step's tasks apart.
             tasks = [TaskSpec(id=name, name=name) for name in sorted(pulls)]
-            tasks.extend(TaskSpec(id=f"push:{i}", name=s.node, push=i, arg=s.arg) for i, s in enumerate(sends))
+            tasks.extend(
+                TaskSpec(id=f"push:{i}", name=s.node, push=i, arg=s.arg)
+                for i, s in enumerate(sends)
+            )
             self.tasks = tuple(tasks)
             self.records = {}
             return
@@ -661,7 +692,11 @@ class RunLoop:
             metadata["run_id"] = str(run_id)
         if after:
             metadata["_after"] = list(after)
-        if self.parent is not None and self.parent.run is not None and self.parent.run.current is not None:
+        if (
+            self.parent is not None
+            and self.parent.run is not None
+            and self.parent.run.current is not None
+        ):
             metadata["parents"] = {self.parent.run.ns: self.parent.run.current.id}
         return metadata
 
@@ -683,7 +718,11 @@ class RunLoop:
     def pause_result(self, pause: Pause) -> Interrupted:
         if self.parent is not None:
             raise GraphInterrupt(pause.interrupts)
-        return Interrupted(interrupt=pause.interrupts[0], interrupts=pause.interrupts, state=self.interrupted_state())
+        return Interrupted(
+            interrupt=pause.interrupts[0],
+            interrupts=pause.interrupts,
+            state=self.interrupted_state(),
+        )
 
 
 def _appended_prefix(old: Any, new: Any) -> int | None:

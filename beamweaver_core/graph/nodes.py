@@ -37,7 +37,10 @@ def runtime_parameter(fn: Callable[..., Any]) -> str | None:
                 return "keyword"
             if param.kind is not param.VAR_KEYWORD:
                 return "positional"
-        if param.kind in (param.POSITIONAL_ONLY, param.POSITIONAL_OR_KEYWORD) and param.default is param.empty:
+        if (
+            param.kind in (param.POSITIONAL_ONLY, param.POSITIONAL_OR_KEYWORD)
+            and param.default is param.empty
+        ):
             required += 1
     return "positional" if required >= 2 else None
 
@@ -129,4 +132,12 @@ class Join:
     target: str
 
 
-__all__ = ["Branch", "Join", "NodeSpec", "call_with_runtime", "is_async_callable", "runtime_parameter", "takes_second_argument"]
+__all__ = [
+    "Branch",
+    "Join",
+    "NodeSpec",
+    "call_with_runtime",
+    "is_async_callable",
+    "runtime_parameter",
+    "takes_second_argument",
+]

@@ -27,7 +27,9 @@ class EventSink:
 
     __slots__ = ("_listener", "_lock", "_seq", "events")
 
-    def __init__(self, listener: Callable[[Envelope], None] | None = None, *, keep: bool = True) -> None:
+    def __init__(
+        self, listener: Callable[[Envelope], None] | None = None, *, keep: bool = True
+    ) -> None:
         self._listener = listener
         self._lock = threading.Lock()
         self._seq = 0

@@ -48,7 +48,9 @@ def _goto_targets(goto: Any) -> list[str | Send]:
     return list(goto)
 
 
-def read_update(node: str, result: Any, keys: frozenset[str] | None) -> tuple[list[tuple[str, Any]], list[str | Send], Command | None]:
+def read_update(
+    node: str, result: Any, keys: frozenset[str] | None
+) -> tuple[list[tuple[str, Any]], list[str | Send], Command | None]:
     """Split a node's return value into writes, goto routes, and a parent command."""
     if result is None:
         return [], [], None
@@ -167,12 +169,17 @@ class TaskRunner:
         arg = task.arg if task.push is not None else loop.values
         return spec, scope, arg
 
-    def _finish(self, task: TaskSpec, scope: TaskScope, result: Any, parent_command: Command | None = None) -> TaskOutcome:
+    def _finish(
+        self, task: TaskSpec, scope: TaskScope, result: Any, parent_command: Command | None = None
+    ) -> TaskOutcome:
         graph = self.graph
         if parent_command is None:
             writes, routes, parent_command = read_update(task.name, result, graph.keys)
         else:
-            writes, routes = _writes(task.name, parent_command.update or {}, graph.keys), _goto_targets(parent_command.goto)
+            writes, routes = (
+                _writes(task.name, parent_command.update or {}, graph.keys),
+                _goto_targets(parent_command.goto),
+            )
             parent_command = None
         if parent_command is not None:
             if self.loop.parent is None:
@@ -205,11 +212,13 @@ class TaskRunner:
 
     def _fail(self, task: TaskSpec, scope: TaskScope, exc: BaseException) -> TaskOutcome:
         if isinstance(exc, GraphInterrupt):
-            return TaskOutcome(task, "interrupted", answers=tuple(scope.answers), interrupts=exc.interrupts)
+            return TaskOutcome(
+                task, "interrupted", answers=tuple(scope.answers), interrupts=exc.interrupts
+            )
         if isinstance(exc, ParentCommand):
             try:
                 return self._finish(task, scope, None, exc.command)
-            except Exception as inner:  # noqa: BLE001  (reported as the task's error)
+            except Exception as inner:
                 return TaskOutcome(task, "failed", error=inner)
         return TaskOutcome(task, "failed", error=exc)
 
@@ -284,7 +293,9 @@ def shared_pool() -> concurrent.futures.ThreadPoolExecutor:
         with _pool_lock:
             if _pool is None:
                 _pool = concurrent.futures.ThreadPoolExecutor(
-                    max_workers=32, thread_name_prefix="beamweaver-task", initializer=_mark_pool_thread
+                    max_workers=32,
+                    thread_name_prefix="beamweaver-task",
+                    initializer=_mark_pool_thread,
                 )
     return _pool
 

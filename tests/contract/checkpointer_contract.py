@@ -68,15 +68,22 @@ class CheckpointerContract:
 
     # -- storage primitives -------------------------------------------------------------
 
-    def test_load_of_an_unknown_thread_is_none(self, checkpointer: Checkpointer, thread: str) -> None:
+    def test_load_of_an_unknown_thread_is_none(
+        self, checkpointer: Checkpointer, thread: str
+    ) -> None:
         assert checkpointer.load(thread) is None
         assert list(checkpointer.history(thread)) == []
 
-    def test_commit_then_load_returns_the_checkpoint(self, checkpointer: Checkpointer, thread: str) -> None:
+    def test_commit_then_load_returns_the_checkpoint(
+        self, checkpointer: Checkpointer, thread: str
+    ) -> None:
         task = TaskSpec(id="t1", name="node_a")
         push = TaskSpec(id="t2", name="node_b", push=0, arg={"x": [1, 2]})
         new = make_checkpoint(
-            thread, 1, {"n": 3, "items": ["a", "b"], "doc": {"k": "v"}}, tasks=(task, push),
+            thread,
+            1,
+            {"n": 3, "items": ["a", "b"], "doc": {"k": "v"}},
+            tasks=(task, push),
             metadata={"run_id": "r1"},
         )
         checkpointer.commit(thread, "", [new])
@@ -90,7 +97,9 @@ class CheckpointerContract:
         assert loaded.records == {}
         assert abs((loaded.created_at - new.checkpoint.created_at).total_seconds()) < 0.01
 
-    def test_load_by_id_and_history_newest_first(self, checkpointer: Checkpointer, thread: str) -> None:
+    def test_load_by_id_and_history_newest_first(
+        self, checkpointer: Checkpointer, thread: str
+    ) -> None:
         first = make_checkpoint(thread, 1, {"v": [1]})
         second = make_checkpoint(thread, 2, {"v": [1, 2]}, parent=first.checkpoint)
         third = make_checkpoint(thread, 3, {"v": [1, 2, 3]}, parent=second.checkpoint)
@@ -111,12 +120,20 @@ class CheckpointerContract:
         new = make_checkpoint(thread, 1, {"v": 1}, tasks=(TaskSpec("a", "a"), TaskSpec("b", "b")))
         cid = new.checkpoint.id
         question = Interrupt(id="f" * 32, value={"q": 1}, node="a", ns="a:x")
-        checkpointer.commit(thread, "", [new], [(cid, "a", TaskRecord("interrupted", interrupts=(question,)))])
         checkpointer.commit(
-            thread, "", [],
+            thread, "", [new], [(cid, "a", TaskRecord("interrupted", interrupts=(question,)))]
+        )
+        checkpointer.commit(
+            thread,
+            "",
+            [],
             [
                 (cid, "a", TaskRecord("interrupted", answers=("yes",), interrupts=(question,))),
-                (cid, "b", TaskRecord("done", writes=(("v", 2),), routes=("c", Send("d", {"i": 1})))),
+                (
+                    cid,
+                    "b",
+                    TaskRecord("done", writes=(("v", 2),), routes=("c", Send("d", {"i": 1}))),
+                ),
             ],
         )
         loaded = checkpointer.load(thread)
@@ -137,9 +154,13 @@ class CheckpointerContract:
             checkpointer.commit(thread, "", [fresh, clash])
         assert [c.seq for c in checkpointer.history(thread)] == [1]
 
-    def test_namespaces_are_separate_and_delete_removes_all(self, checkpointer: Checkpointer, thread: str) -> None:
+    def test_namespaces_are_separate_and_delete_removes_all(
+        self, checkpointer: Checkpointer, thread: str
+    ) -> None:
         checkpointer.commit(thread, "", [make_checkpoint(thread, 1, {"v": "root"})])
-        checkpointer.commit(thread, "sub:1", [make_checkpoint(thread, 1, {"v": "child"}, ns="sub:1")])
+        checkpointer.commit(
+            thread, "sub:1", [make_checkpoint(thread, 1, {"v": "child"}, ns="sub:1")]
+        )
         root, child = checkpointer.load(thread), checkpointer.load(thread, "sub:1")
         assert root is not None and root.values == {"v": "root"}
         assert child is not None and child.values == {"v": "child"}
@@ -166,7 +187,10 @@ class CheckpointerContract:
         checkpointer.commit(thread, "", [make_checkpoint(thread, 1, values)])
         loaded = checkpointer.load(thread)
         assert loaded is not None
-        assert loaded.values == {**values, "nested": {"list": [1, 2.5, None, True, "s"], "tuple": [1, 2]}}
+        assert loaded.values == {
+            **values,
+            "nested": {"list": [1, 2.5, None, True, "s"], "tuple": [1, 2]},
+        }
         assert isinstance(loaded.values["messages"][1].tool_calls[0], ToolCall)
 
     def test_data_shaped_like_serialized_objects_stays_plain_data(
@@ -175,7 +199,12 @@ class CheckpointerContract:
         hostile = {
             "fake_message": {"__bw__": "message", "v": {"role": "user", "content": "x"}},
             "unknown_tag": {"__bw__": "os.system", "v": "touch pwned"},
-            "langchain": {"lc": 2, "type": "constructor", "id": ["os", "system"], "kwargs": {"command": "touch pwned"}},
+            "langchain": {
+                "lc": 2,
+                "type": "constructor",
+                "id": ["os", "system"],
+                "kwargs": {"command": "touch pwned"},
+            },
             "pickle_b64": "gASVIAAAAAAAAACMBXBvc2l4lIwGc3lzdGVtlJOUjAV0b3VjaJSFlFKULg==",
         }
         checkpointer.commit(thread, "", [make_checkpoint(thread, 1, {"args": hostile})])
@@ -201,18 +230,27 @@ class CheckpointerContract:
     ) -> None:
         good = make_checkpoint(thread, 1, {"fine": [1]})
         with pytest.raises(TypeError) as info:
-            checkpointer.commit(thread, "", [good, make_checkpoint(thread, 2, value, parent=good.checkpoint)])
+            checkpointer.commit(
+                thread, "", [good, make_checkpoint(thread, 2, value, parent=good.checkpoint)]
+            )
         assert problem in str(info.value)
         assert "'bad" in str(info.value)
         assert checkpointer.load(thread) is None
 
     # -- growth ------------------------------------------------------------------------------
 
-    def test_an_append_only_list_is_stored_as_deltas_and_rebuilt(self, checkpointer: Checkpointer, thread: str) -> None:
+    def test_an_append_only_list_is_stored_as_deltas_and_rebuilt(
+        self, checkpointer: Checkpointer, thread: str
+    ) -> None:
         graph = (
             Graph()
             .add_reducer("messages", operator.add)
-            .add_node("say", lambda s: {"messages": [{"role": "user", "text": "x" * 480, "n": len(s["messages"])}]})
+            .add_node(
+                "say",
+                lambda s: {
+                    "messages": [{"role": "user", "text": "x" * 480, "n": len(s["messages"])}]
+                },
+            )
             .add_edge(START, "say")
             .add_edge("say", END)
             .compile(checkpointer=checkpointer)
@@ -226,7 +264,9 @@ class CheckpointerContract:
         middle = list(graph.get_state_history(cfg(thread)))[200]
         assert len(middle.values["messages"]) == 100
 
-    def test_unchanged_values_are_not_stored_again(self, checkpointer: Checkpointer, thread: str) -> None:
+    def test_unchanged_values_are_not_stored_again(
+        self, checkpointer: Checkpointer, thread: str
+    ) -> None:
         big = {"doc": "y" * 5000}
         graph = (
             Graph()
@@ -240,7 +280,9 @@ class CheckpointerContract:
 
     # -- the engine on this checkpointer -----------------------------------------------------
 
-    def test_engine_interrupt_resume_with_parallel_siblings(self, checkpointer: Checkpointer, thread: str) -> None:
+    def test_engine_interrupt_resume_with_parallel_siblings(
+        self, checkpointer: Checkpointer, thread: str
+    ) -> None:
         runs: list[str] = []
 
         def left(state: dict[str, Any]) -> dict[str, Any]:
@@ -278,7 +320,9 @@ class CheckpointerContract:
         assert done.state == {"answers": ["a:A", "b:B", "sibling"]}
         assert runs == ["right"]
 
-    def test_engine_subgraph_interrupt_surfaces_and_resumes(self, checkpointer: Checkpointer, thread: str) -> None:
+    def test_engine_subgraph_interrupt_surfaces_and_resumes(
+        self, checkpointer: Checkpointer, thread: str
+    ) -> None:
         child = (
             Graph(name="child")
             .add_reducer("items", operator.add)
@@ -303,7 +347,9 @@ class CheckpointerContract:
         done = parent.resume("yes", cfg(thread))
         assert done.state == {"items": ["c1", "c2:yes", "post"]}
 
-    def test_engine_fork_from_an_old_checkpoint(self, checkpointer: Checkpointer, thread: str) -> None:
+    def test_engine_fork_from_an_old_checkpoint(
+        self, checkpointer: Checkpointer, thread: str
+    ) -> None:
         graph = (
             Graph()
             .add_node("ask", lambda s: {"answer": interrupt("proceed?")})
@@ -318,4 +364,7 @@ class CheckpointerContract:
         again = graph.invoke(Command(resume=False), cfg(thread, checkpoint_id=paused_at))
         assert again.state["final"] == "got False"
         assert graph.get_state(cfg(thread)).values["final"] == "got False"
-        assert paused.interrupt.id == graph.get_state(cfg(thread, checkpoint_id=paused_at)).interrupts[0].id
+        assert (
+            paused.interrupt.id
+            == graph.get_state(cfg(thread, checkpoint_id=paused_at)).interrupts[0].id
+        )

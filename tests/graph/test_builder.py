@@ -77,7 +77,11 @@ def test_annotated_typed_dict_fields_declare_reducers() -> None:
         .compile()
     )
 
-    assert graph.invoke({"count": 100, "log": []}).state == {"count": 111, "log": ["a", "b"], "last": "a"}
+    assert graph.invoke({"count": 100, "log": []}).state == {
+        "count": 111,
+        "log": ["a", "b"],
+        "last": "a",
+    }
 
 
 def test_a_reducer_is_not_called_for_the_first_value_of_a_key() -> None:

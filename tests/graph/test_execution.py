@@ -64,7 +64,9 @@ def test_async_and_sync_nodes_also_run_under_sync_invoke() -> None:
         await asyncio.sleep(0.01)
         return {"items": ["async"]}
 
-    graph = fan_out("async_node", "sync_node", async_node=slow, sync_node=lambda s: {"items": ["sync"]}).compile()
+    graph = fan_out(
+        "async_node", "sync_node", async_node=slow, sync_node=lambda s: {"items": ["sync"]}
+    ).compile()
 
     assert graph.invoke({"items": []}).state == {"items": ["async", "sync"]}
 
@@ -77,12 +79,21 @@ def test_the_merge_order_is_by_task_not_by_completion() -> None:
 
         return node
 
-    graph = fan_out("zslow", "afast", "mid", zslow=slow("zslow", 0.05), afast=slow("afast", 0), mid=slow("mid", 0.02)).compile()
+    graph = fan_out(
+        "zslow",
+        "afast",
+        "mid",
+        zslow=slow("zslow", 0.05),
+        afast=slow("afast", 0),
+        mid=slow("mid", 0.02),
+    ).compile()
 
     assert graph.invoke({"items": []}).state["items"] == ["afast", "mid", "zslow"]
 
 
-def test_two_writes_to_a_key_without_reducer_fail_the_step_and_apply_nothing(checkpointer: Any, config: dict[str, Any]) -> None:
+def test_two_writes_to_a_key_without_reducer_fail_the_step_and_apply_nothing(
+    checkpointer: Any, config: dict[str, Any]
+) -> None:
     graph = (
         Graph()
         .add_node("start", lambda s: {"phase": "started"})
@@ -93,7 +104,9 @@ def test_two_writes_to_a_key_without_reducer_fail_the_step_and_apply_nothing(che
         .add_edge("start", "b")
         .compile(checkpointer=checkpointer)
     )
-    with pytest.raises(InvalidUpdateError, match=r"At key 'x': nodes \['a', 'b'\] wrote it in the same super-step"):
+    with pytest.raises(
+        InvalidUpdateError, match=r"At key 'x': nodes \['a', 'b'\] wrote it in the same super-step"
+    ):
         graph.invoke({}, config)
 
     state = graph.get_state(config)
@@ -104,7 +117,10 @@ def test_two_writes_to_a_key_without_reducer_fail_the_step_and_apply_nothing(che
 @pytest.mark.parametrize("bad", ["oops", 3, ["list"]])
 def test_a_node_returning_something_else_than_dict_none_or_command_is_an_error(bad: Any) -> None:
     graph = Graph().add_node("n", lambda s: bad).add_edge(START, "n").compile()
-    with pytest.raises(InvalidUpdateError, match=r"Node 'n' returned .* a node must return a dict of state updates, None, or a Command"):
+    with pytest.raises(
+        InvalidUpdateError,
+        match=r"Node 'n' returned .* a node must return a dict of state updates, None, or a Command",
+    ):
         graph.invoke({})
 
 
@@ -117,8 +133,16 @@ def test_writing_a_key_outside_the_schema_is_refused() -> None:
     class State(TypedDict):
         known: int
 
-    graph = Graph(state_schema=State).add_node("n", lambda s: {"unknown": 1}).add_edge(START, "n").compile()
-    with pytest.raises(InvalidUpdateError, match=r"wrote key\(s\) \['unknown'\] that the state schema does not declare"):
+    graph = (
+        Graph(state_schema=State)
+        .add_node("n", lambda s: {"unknown": 1})
+        .add_edge(START, "n")
+        .compile()
+    )
+    with pytest.raises(
+        InvalidUpdateError,
+        match=r"wrote key\(s\) \['unknown'\] that the state schema does not declare",
+    ):
         graph.invoke({"known": 1})
 
 
@@ -127,7 +151,9 @@ def test_send_runs_a_node_once_per_packet_with_its_own_input() -> None:
         Graph()
         .add_reducer("jokes", operator.add)
         .add_node("joke", lambda arg: {"jokes": [f"joke about {arg['subject']}"]})
-        .add_conditional_edges(START, lambda s: [Send("joke", {"subject": x}) for x in s["subjects"]])
+        .add_conditional_edges(
+            START, lambda s: [Send("joke", {"subject": x}) for x in s["subjects"]]
+        )
         .compile()
     )
     assert graph.invoke({"subjects": ["cats", "dogs", "owls"]}).state["jokes"] == [
@@ -186,7 +212,9 @@ def test_command_goto_adds_to_the_static_edges() -> None:
 
 def test_command_goto_to_an_unknown_node_is_an_error() -> None:
     graph = Graph().add_node("a", lambda s: Command(goto="nowhere")).add_edge(START, "a").compile()
-    with pytest.raises(InvalidUpdateError, match="Command\\(goto='nowhere'\\), which is not a node"):
+    with pytest.raises(
+        InvalidUpdateError, match="Command\\(goto='nowhere'\\), which is not a node"
+    ):
         graph.invoke({})
 
 
@@ -196,7 +224,9 @@ def test_conditional_edges_with_a_path_map_and_end() -> None:
         .add_node("check", lambda s: {"checked": True})
         .add_node("go", lambda s: {"went": True})
         .add_edge(START, "check")
-        .add_conditional_edges("check", lambda s: "go" if s["proceed"] else "stop", {"go": "go", "stop": END})
+        .add_conditional_edges(
+            "check", lambda s: "go" if s["proceed"] else "stop", {"go": "go", "stop": END}
+        )
         .compile()
     )
     assert graph.invoke({"proceed": True}).state == {"proceed": True, "checked": True, "went": True}
@@ -223,7 +253,9 @@ def test_a_router_returning_an_unknown_key_is_an_error() -> None:
         .add_conditional_edges("a", lambda s: "maybe", {"yes": END})
         .compile()
     )
-    with pytest.raises(InvalidUpdateError, match="returned 'maybe', which is not a key of its path_map"):
+    with pytest.raises(
+        InvalidUpdateError, match="returned 'maybe', which is not a key of its path_map"
+    ):
         graph.invoke({})
 
 
@@ -256,7 +288,13 @@ def test_recursion_limit_is_raised_before_the_extra_step_runs() -> None:
 
 
 def test_the_default_recursion_limit_is_25() -> None:
-    graph = Graph().add_node("spin", lambda s: {}).add_edge(START, "spin").add_edge("spin", "spin").compile()
+    graph = (
+        Graph()
+        .add_node("spin", lambda s: {})
+        .add_edge(START, "spin")
+        .add_edge("spin", "spin")
+        .compile()
+    )
     with pytest.raises(GraphRecursionError, match="took 25 super-steps"):
         graph.invoke({})
 
@@ -267,23 +305,39 @@ def test_an_invalid_recursion_limit_is_refused(limit: Any) -> None:
         loop_graph().invoke({"x": 0}, {"recursion_limit": limit})
 
 
-def test_nodes_with_a_second_argument_get_the_runtime(checkpointer: Any, config: dict[str, Any]) -> None:
+def test_nodes_with_a_second_argument_get_the_runtime(
+    checkpointer: Any, config: dict[str, Any]
+) -> None:
     seen: dict[str, Any] = {}
 
     def node(state: dict[str, Any], runtime: Runtime) -> dict[str, Any]:
-        seen.update(thread=runtime.thread_id, context=runtime.context, node=runtime.node, config=runtime.config)
+        seen.update(
+            thread=runtime.thread_id,
+            context=runtime.context,
+            node=runtime.node,
+            config=runtime.config,
+        )
         runtime.emit("progress", {"pct": 50})
         return {"done": True}
 
-    graph = Graph().add_node("work", node).add_edge(START, "work").compile(checkpointer=checkpointer)
+    graph = (
+        Graph().add_node("work", node).add_edge(START, "work").compile(checkpointer=checkpointer)
+    )
     result = graph.stream_events({}, config, context={"user_id": "u1"})
 
-    assert seen == {"thread": config["configurable"]["thread_id"], "context": {"user_id": "u1"}, "node": "work", "config": config}
+    assert seen == {
+        "thread": config["configurable"]["thread_id"],
+        "context": {"user_id": "u1"},
+        "node": "work",
+        "config": config,
+    }
     progress = [e for e in result.events if e.event == "progress"]
     assert [(e.data, e.node) for e in progress] == [({"pct": 50}, "work")]
 
 
-def test_node_errors_propagate_as_themselves_after_the_last_step_is_saved(checkpointer: Any, config: dict[str, Any]) -> None:
+def test_node_errors_propagate_as_themselves_after_the_last_step_is_saved(
+    checkpointer: Any, config: dict[str, Any]
+) -> None:
     class Boom(Exception):
         pass
 
@@ -305,7 +359,9 @@ def test_node_errors_propagate_as_themselves_after_the_last_step_is_saved(checkp
     assert state.next == ("explode",)
 
 
-def test_a_finished_sibling_of_a_failed_task_is_not_run_again_on_retry(checkpointer: Any, config: dict[str, Any]) -> None:
+def test_a_finished_sibling_of_a_failed_task_is_not_run_again_on_retry(
+    checkpointer: Any, config: dict[str, Any]
+) -> None:
     runs: list[str] = []
     attempts = {"flaky": 0}
 
@@ -320,7 +376,9 @@ def test_a_finished_sibling_of_a_failed_task_is_not_run_again_on_retry(checkpoin
         runs.append("steady")
         return {"items": ["steady"]}
 
-    graph = fan_out("flaky", "steady", flaky=flaky, steady=steady).compile(checkpointer=checkpointer)
+    graph = fan_out("flaky", "steady", flaky=flaky, steady=steady).compile(
+        checkpointer=checkpointer
+    )
     with pytest.raises(RuntimeError, match="transient"):
         graph.invoke({"items": []}, config)
     result = graph.invoke(None, config)

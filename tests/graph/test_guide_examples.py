@@ -40,7 +40,10 @@ def test_pause_using_interrupt_and_resume(checkpointer: MemoryCheckpointer) -> N
     result = graph.invoke({"action_details": "Transfer $500"}, config=config)
 
     assert isinstance(result, Interrupted)
-    assert result.interrupt.value == {"question": "Approve this action?", "details": "Transfer $500"}
+    assert result.interrupt.value == {
+        "question": "Approve this action?",
+        "details": "Transfer $500",
+    }
     assert result.interrupt.node == "approval"
     assert result.interrupt.timing is None
     result = graph.resume(True, config=config)
@@ -65,7 +68,9 @@ def test_command_resume_as_input_is_the_same_as_resume(checkpointer: MemoryCheck
     assert graph.invoke(Command(resume="yes"), config=config).state["approved"] == "yes"
 
 
-def test_handling_multiple_interrupts_with_a_map_from_get_state(checkpointer: MemoryCheckpointer) -> None:
+def test_handling_multiple_interrupts_with_a_map_from_get_state(
+    checkpointer: MemoryCheckpointer,
+) -> None:
     """Handling Multiple Interrupts: parallel branches pause in one step; resume by id map."""
     config = {"configurable": {"thread_id": "parallel"}}
     graph = (
@@ -119,11 +124,19 @@ def test_review_and_edit_generated_state(checkpointer: MemoryCheckpointer) -> No
         )
         return {"generated_text": edited}
 
-    graph = Graph().add_node("review", review).add_edge(START, "review").compile(checkpointer=checkpointer)
+    graph = (
+        Graph()
+        .add_node("review", review)
+        .add_edge(START, "review")
+        .compile(checkpointer=checkpointer)
+    )
     config = {"configurable": {"thread_id": "draft"}}
     paused = graph.invoke({"generated_text": "helo wrld"}, config)
 
-    assert paused.interrupt.value == {"instruction": "Review and edit this draft", "content": "helo wrld"}
+    assert paused.interrupt.value == {
+        "instruction": "Review and edit this draft",
+        "content": "helo wrld",
+    }
     assert graph.resume("hello world", config).state == {"generated_text": "hello world"}
 
 
@@ -136,7 +149,9 @@ def test_validate_human_input_by_interrupting_again(checkpointer: MemoryCheckpoi
                 return {"age": answer}
             prompt = f"'{answer}' is not a valid age. Please enter a positive number."
 
-    graph = Graph().add_node("age", age_node).add_edge(START, "age").compile(checkpointer=checkpointer)
+    graph = (
+        Graph().add_node("age", age_node).add_edge(START, "age").compile(checkpointer=checkpointer)
+    )
     config = {"configurable": {"thread_id": "age"}}
 
     first = graph.invoke({}, config)
@@ -151,7 +166,9 @@ def test_validate_human_input_by_interrupting_again(checkpointer: MemoryCheckpoi
     assert done == Completed(state={"age": 42})
 
 
-def test_catching_exceptions_cannot_swallow_the_interrupt_signal(checkpointer: MemoryCheckpointer) -> None:
+def test_catching_exceptions_cannot_swallow_the_interrupt_signal(
+    checkpointer: MemoryCheckpointer,
+) -> None:
     """Rules Of Interrupts: the signal is not an Exception, so `except Exception` lets it pass."""
 
     def risky(_: dict[str, Any]) -> dict[str, Any]:
@@ -161,14 +178,18 @@ def test_catching_exceptions_cannot_swallow_the_interrupt_signal(checkpointer: M
             return {"error": "caught graph control signal"}
         return {"approved": True}
 
-    graph = Graph().add_node("risky", risky).add_edge(START, "risky").compile(checkpointer=checkpointer)
+    graph = (
+        Graph().add_node("risky", risky).add_edge(START, "risky").compile(checkpointer=checkpointer)
+    )
     config = {"configurable": {"thread_id": "risky"}}
 
     assert isinstance(graph.invoke({}, config), Interrupted)
     assert graph.resume("yes", config).state == {"approved": True}
 
 
-def test_interrupt_order_is_matched_by_position_within_the_node(checkpointer: MemoryCheckpointer) -> None:
+def test_interrupt_order_is_matched_by_position_within_the_node(
+    checkpointer: MemoryCheckpointer,
+) -> None:
     executions: list[str] = []
 
     def form(_: dict[str, Any]) -> dict[str, Any]:
@@ -178,7 +199,9 @@ def test_interrupt_order_is_matched_by_position_within_the_node(checkpointer: Me
         city = interrupt("What is your city?")
         return {"name": name, "age": age, "city": city}
 
-    graph = Graph().add_node("form", form).add_edge(START, "form").compile(checkpointer=checkpointer)
+    graph = (
+        Graph().add_node("form", form).add_edge(START, "form").compile(checkpointer=checkpointer)
+    )
     config = {"configurable": {"thread_id": "form"}}
     questions = [graph.invoke({}, config).interrupt.value]
     questions.append(graph.resume("Ada", config).interrupt.value)
@@ -200,7 +223,9 @@ def test_side_effects_after_the_interrupt_run_once(checkpointer: MemoryCheckpoin
             audit[state["event_id"]] = state["audit_payload"]
         return {"approved": approved}
 
-    graph = Graph().add_node("audit", node).add_edge(START, "audit").compile(checkpointer=checkpointer)
+    graph = (
+        Graph().add_node("audit", node).add_edge(START, "audit").compile(checkpointer=checkpointer)
+    )
     config = {"configurable": {"thread_id": "audit"}}
     graph.invoke({"event_id": "e1", "audit_payload": {"who": "ada"}}, config)
     graph.resume(True, config)
@@ -208,7 +233,9 @@ def test_side_effects_after_the_interrupt_run_once(checkpointer: MemoryCheckpoin
     assert audit == {"e1": {"who": "ada"}}
 
 
-def test_using_with_subgraphs_resumes_with_the_parent_config(checkpointer: MemoryCheckpointer) -> None:
+def test_using_with_subgraphs_resumes_with_the_parent_config(
+    checkpointer: MemoryCheckpointer,
+) -> None:
     child = (
         Graph(name="child")
         .add_node("ask", lambda _: {"child_answer": interrupt("child question")})

@@ -1,0 +1,217 @@
+"""Differential tests: the same graphs on BeamWeaver and on LangGraph give the same results.
+
+Where BeamWeaver deliberately differs (fixed bugs), the other test modules say so; these
+cover behaviour that mirrors LangGraph 1.2.
+"""
+
+from __future__ import annotations
+
+import operator
+import uuid
+from collections.abc import Callable
+from typing import Annotated, Any, TypedDict
+
+import pytest
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END as LG_END
+from langgraph.graph import START as LG_START
+from langgraph.graph import StateGraph
+from langgraph.types import Command as LGCommand
+from langgraph.types import Send as LGSend
+from langgraph.types import interrupt as lg_interrupt
+
+from beamweaver_core.checkpoint import MemoryCheckpointer
+from beamweaver_core.graph import END, START, Command, Graph, Send, interrupt
+
+
+class State(TypedDict, total=False):
+    items: Annotated[list[Any], operator.add]
+    x: int
+    subjects: list[str]
+    route: str
+
+
+class Engine:
+    """One graph description, built on either engine."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self.lg = kind == "langgraph"
+        self.START = LG_START if self.lg else START
+        self.END = LG_END if self.lg else END
+        self.Send = LGSend if self.lg else Send
+        self.Command = LGCommand if self.lg else Command
+        self.interrupt = lg_interrupt if self.lg else interrupt
+
+    def builder(self) -> Any:
+        return StateGraph(State) if self.lg else Graph(state_schema=State)
+
+    def compile(self, builder: Any, checkpointed: bool = False) -> Any:
+        if self.lg:
+            return builder.compile(checkpointer=InMemorySaver() if checkpointed else None)
+        return builder.compile(checkpointer=MemoryCheckpointer() if checkpointed else None)
+
+    def values(self, result: Any) -> dict[str, Any]:
+        if self.lg:
+            return {k: v for k, v in result.items() if k != "__interrupt__"}
+        return result.state
+
+    def interrupts(self, graph: Any, config: dict[str, Any]) -> list[Any]:
+        return list(graph.get_state(config).interrupts)
+
+
+def both(build: Callable[[Engine], Any]) -> tuple[Any, Any]:
+    return build(Engine("beamweaver")), build(Engine("langgraph"))
+
+
+def run(
+    engine: Engine, graph: Any, payload: Any, config: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    return engine.values(graph.invoke(payload, config) if config else graph.invoke(payload))
+
+
+def add(name: str) -> Callable[[Any], dict[str, Any]]:
+    return lambda state: {"items": [name]}
+
+
+SCENARIOS: dict[str, Callable[[Engine], Any]] = {}
+
+
+def scenario(fn: Callable[[Engine], Any]) -> Callable[[Engine], Any]:
+    SCENARIOS[fn.__name__] = fn
+    return fn
+
+
+@scenario
+def linear(e: Engine) -> Any:
+    b = e.builder()
+    for i in range(5):
+        b.add_node(f"n{i}", lambda s, i=i: {"items": [i], "x": s.get("x", 0) + 1})
+    b.add_edge(e.START, "n0")
+    for i in range(4):
+        b.add_edge(f"n{i}", f"n{i + 1}")
+    return e.compile(b), {"items": [], "x": 0}
+
+
+@scenario
+def fanout_then_join(e: Engine) -> Any:
+    b = e.builder()
+    for name in ("w3", "w1", "w2"):
+        b.add_node(name, add(name))
+        b.add_edge(e.START, name)
+    b.add_node("join", add("join"))
+    b.add_edge(["w1", "w2", "w3"], "join")
+    return e.compile(b), {"items": []}
+
+
+@scenario
+def two_edges_into_one_node(e: Engine) -> Any:
+    b = e.builder()
+    for name in ("a", "b", "c", "c2", "d"):
+        b.add_node(name, add(name))
+    b.add_edge(e.START, "a")
+    b.add_edge("a", "b")
+    b.add_edge("a", "c")
+    b.add_edge("c", "c2")
+    b.add_edge("b", "d")
+    b.add_edge("c2", "d")
+    return e.compile(b), {"items": []}
+
+
+@scenario
+def send_map_reduce(e: Engine) -> Any:
+    b = e.builder()
+    b.add_node("joke", lambda arg: {"items": [f"joke:{arg['subject']}"]})
+    b.add_conditional_edges(
+        e.START, lambda s: [e.Send("joke", {"subject": x}) for x in s["subjects"]]
+    )
+    return e.compile(b), {"subjects": ["cats", "dogs", "owls"], "items": []}
+
+
+@scenario
+def conditional_with_path_map(e: Engine) -> Any:
+    b = e.builder()
+    b.add_node("check", add("check"))
+    b.add_node("yes", add("yes"))
+    b.add_node("no", add("no"))
+    b.add_edge(e.START, "check")
+    b.add_conditional_edges(
+        "check", lambda s: s["route"], {"go": "yes", "skip": "no", "stop": e.END}
+    )
+    return e.compile(b), {"route": "skip", "items": []}
+
+
+@scenario
+def command_goto_is_additive(e: Engine) -> Any:
+    b = e.builder()
+    b.add_node("a", lambda s: e.Command(goto="z", update={"items": ["a"]}))
+    b.add_node("y", add("y"))
+    b.add_node("z", add("z"))
+    b.add_edge(e.START, "a")
+    b.add_edge("a", "y")
+    return e.compile(b), {"items": []}
+
+
+@scenario
+def loop_until_done(e: Engine) -> Any:
+    b = e.builder()
+    b.add_node("loop", lambda s: {"x": s["x"] + 1, "items": [s["x"]]})
+    b.add_edge(e.START, "loop")
+    b.add_conditional_edges("loop", lambda s: "loop" if s["x"] < 6 else e.END)
+    return e.compile(b), {"x": 0, "items": []}
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_same_final_state(name: str) -> None:
+    (ours, our_input), (theirs, their_input) = both(SCENARIOS[name])
+    assert run(Engine("beamweaver"), ours, our_input) == run(
+        Engine("langgraph"), theirs, their_input
+    )
+
+
+def parallel_questions(e: Engine) -> Any:
+    b = e.builder()
+    b.add_node("left", lambda s: {"items": [f"a:{e.interrupt('question_a')}"]})
+    b.add_node("right", lambda s: {"items": [f"b:{e.interrupt('question_b')}"]})
+    b.add_node("sib", add("sib"))
+    b.add_edge(e.START, "left")
+    b.add_edge(e.START, "right")
+    b.add_edge(e.START, "sib")
+    return e.compile(b, checkpointed=True)
+
+
+def test_parallel_interrupts_resumed_by_id_map_give_the_same_state() -> None:
+    results = []
+    for engine in (Engine("beamweaver"), Engine("langgraph")):
+        graph = parallel_questions(engine)
+        config = {"configurable": {"thread_id": uuid.uuid4().hex}}
+        graph.invoke({"items": []}, config)
+        pending = engine.interrupts(graph, config)
+        assert sorted(i.value for i in pending) == ["question_a", "question_b"]
+        answers = {i.id: i.value.upper() for i in pending}
+        out = graph.invoke(engine.Command(resume=answers), config)
+        results.append(engine.values(out))
+    assert results[0] == results[1]
+
+
+def test_subgraph_interrupt_and_resume_give_the_same_state() -> None:
+    results = []
+    for engine in (Engine("beamweaver"), Engine("langgraph")):
+        child_builder = engine.builder()
+        child_builder.add_node("c1", add("c1"))
+        child_builder.add_node("c2", lambda s, e=engine: {"items": [f"c2:{e.interrupt('ok?')}"]})
+        child_builder.add_edge(engine.START, "c1")
+        child_builder.add_edge("c1", "c2")
+        child = child_builder.compile()
+        parent_builder = engine.builder()
+        parent_builder.add_node("pre", add("pre"))
+        parent_builder.add_node("sub", child)
+        parent_builder.add_node("post", add("post"))
+        parent_builder.add_edge(engine.START, "pre")
+        parent_builder.add_edge("pre", "sub")
+        parent_builder.add_edge("sub", "post")
+        parent = engine.compile(parent_builder, checkpointed=True)
+        config = {"configurable": {"thread_id": uuid.uuid4().hex}}
+        parent.invoke({"items": []}, config)
+        results.append(engine.values(parent.invoke(engine.Command(resume="yes"), config)))
+    assert results[0] == results[1]
