@@ -138,35 +138,58 @@ class CompiledGraph:
             return None
         return scope
 
-    def invoke(self, input: Any, config: Config | None = None, context: Any = None) -> RunResult:
+    def invoke(
+        self,
+        input: Any,
+        config: Config | None = None,
+        context: Any = None,
+        *,
+        on_event: Callable[[Envelope], None] | None = None,
+    ) -> RunResult:
         """Run the graph on `input` (a dict of state values, a `Command`, or `None` to
         continue). Returns `Completed` or `Interrupted`; node errors propagate as themselves
-        after the last completed step is saved."""
+        after the last completed step is saved. `on_event` receives each `Envelope` as it
+        happens (without collecting them)."""
         scope = self._nested_scope(config)
         if scope is not None:
             return Completed(state=self._run_nested_sync(input, scope))
-        return self._run(input, config, context, None)
+        return self._run(input, config, context, _listener_sink(on_event))
 
     def resume(
-        self, value: Any = None, config: Config | None = None, context: Any = None
+        self,
+        value: Any = None,
+        config: Config | None = None,
+        context: Any = None,
+        *,
+        on_event: Callable[[Envelope], None] | None = None,
     ) -> RunResult:
         """Answer the pending interrupt(s) and continue: a scalar for one pending interrupt,
         a dict `{interrupt_id: answer}` for several, `None` to continue past a breakpoint,
         `null_resume()` to answer `None`."""
-        return self._run(Command(resume=value), config, context, None)
+        return self._run(Command(resume=value), config, context, _listener_sink(on_event))
 
     async def ainvoke(
-        self, input: Any, config: Config | None = None, context: Any = None
+        self,
+        input: Any,
+        config: Config | None = None,
+        context: Any = None,
+        *,
+        on_event: Callable[[Envelope], None] | None = None,
     ) -> RunResult:
         scope = self._nested_scope(config)
         if scope is not None:
             return Completed(state=await self._run_nested_async(input, scope))
-        return await self._arun(input, config, context, None)
+        return await self._arun(input, config, context, _listener_sink(on_event))
 
     async def aresume(
-        self, value: Any = None, config: Config | None = None, context: Any = None
+        self,
+        value: Any = None,
+        config: Config | None = None,
+        context: Any = None,
+        *,
+        on_event: Callable[[Envelope], None] | None = None,
     ) -> RunResult:
-        return await self._arun(Command(resume=value), config, context, None)
+        return await self._arun(Command(resume=value), config, context, _listener_sink(on_event))
 
     def _run(
         self, input: Any, config: Config | None, context: Any, sink: EventSink | None
@@ -215,7 +238,9 @@ class CompiledGraph:
             )
         else:
             sink.emit("run.completed", {"result": result})
-        return dataclasses.replace(result, events=list(sink.events or ()))
+        if sink.events is None:
+            return result
+        return dataclasses.replace(result, events=list(sink.events))
 
     @staticmethod
     def _commit(loop: RunLoop) -> None:
@@ -527,6 +552,10 @@ class CompiledGraph:
                 "checkpoint_id": loop.current.id,
             }
         }
+
+
+def _listener_sink(on_event: Callable[[Envelope], None] | None) -> EventSink | None:
+    return None if on_event is None else EventSink(on_event, keep=False)
 
 
 __all__ = ["CompiledGraph", "Config"]
