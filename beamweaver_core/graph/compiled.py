@@ -10,7 +10,7 @@ import asyncio
 import dataclasses
 import queue
 import threading
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from functools import partial
 from typing import Any
 
