@@ -1,0 +1,464 @@
+"""`PostgresCheckpointer`: checkpoints in PostgreSQL, in the tables of `beamweaver_core.models`.
+
+Same semantics as `MemoryCheckpointer`; what Postgres adds:
+
+- One statement per super-step. `_write` sends a single `INSERT ... WITH` statement (thread
+  row, checkpoints, new blobs, upserted records; rows passed as arrays and `unnest`ed) in one
+  transaction, so a durable step costs one round trip plus the commit.
+- No fork. `bw_checkpoint (thread, ns, seq)` is unique: two writers that continued from the
+  same head both take `head.seq + 1`, one commit wins and the other gets `ThreadBusyError`
+  with nothing written.
+- Fencing. A checkpointer bound to a run (`fenced(run_id, token)`) first locks that run's
+  row `FOR SHARE` if, and only if, it still has that token and is running. `FOR SHARE`
+  conflicts with the `UPDATE` that re-claims the run and bumps its token: a re-claim waits
+  for an in-flight write to commit (the new owner then loads a head that includes it), and
+  a write that waits for a re-claim sees the bumped token once it commits and is refused
+  with `StaleWriterError`. (`FOR KEY SHARE` would not conflict with that update, so a stale
+  write could still commit after the take-over.)
+- Reads in two queries: the checkpoint row(s) with their records aggregated in (lateral
+  join), then every blob the checkpoint(s) need, for all channels at once, by version range.
+
+The ORM connection is used synchronously (`blocking = True`: async callers run it in a
+thread). Django gives each thread its own connection, checked out of the pool the settings
+configure; as with any Django code, a thread that stops using the database should call
+`django.db.connection.close()` to give its connection back.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from django.db import IntegrityError, connections, transaction
+
+from beamweaver_core.checkpoint.base import Checkpointer
+from beamweaver_core.checkpoint.encoding import (
+    EncodedCheckpoint,
+    chains_of,
+    decode_checkpoint,
+    decode_record,
+)
+from beamweaver_core.checkpoint.types import Checkpoint, TaskRecord
+from beamweaver_core.exceptions import StaleWriterError, ThreadBusyError
+
+if TYPE_CHECKING:
+    from django.db.backends.utils import CursorWrapper
+
+logger = logging.getLogger(__name__)
+
+Fence = tuple[uuid.UUID | str, int]
+"""`(run_id, fencing_token)` of the run that owns the thread."""
+
+WriteHook = Callable[["CursorWrapper"], None]
+"""Called with the cursor inside each write's transaction, after the rows are written, so
+a caller can store its own rows (e.g. run events) atomically with the checkpoint."""
+
+_SEQ_CONSTRAINT = "bw_checkpoint_one_per_seq"
+_HISTORY_PAGE = 50
+
+# Rows per INSERT: keeps a statement under the 65,535 parameters a server-side bound
+# query may carry; a bigger step (a huge fan-out) is written in several statements.
+_CHUNK = 1000
+
+_FENCE = """fence AS (
+    SELECT 1 FROM bw_run
+    WHERE id = %s::uuid AND fencing_token = %s AND status = 'running'
+    FOR SHARE
+)"""
+_CHECKPOINT_COLUMNS = (
+    "thread_id, ns, checkpoint_id, seq, step, parent_id, source, created_at, document, metadata"
+)
+_CHECKPOINT_ROW = "(%s, %s, %s, %s::int, %s::int, %s, %s, %s::timestamptz, %s, %s)"
+_BLOB_ROW = "(%s, %s, %s, %s::int, %s)"
+_RECORD_ROW = "(%s, %s, %s, %s, %s)"
+
+
+@functools.lru_cache(maxsize=256)
+def _write_sql(checkpoints: int, blobs: int, records: int, fenced: bool, first: bool) -> str:
+    """One statement writing that many rows (parameters: the run id and token if fenced,
+    the thread id if first, then the rows).
+
+    The first statement of a write also creates the thread row and, when fenced, locks
+    the run row and inserts nothing unless the fence holds; it returns whether it held.
+    """
+    gated = fenced and first
+
+    def insert(table: str, columns: str, row: str, count: int, conflict: str) -> str:
+        values = f"VALUES {', '.join([row] * count)}"
+        if gated:
+            values = f"SELECT * FROM ({values}) AS v WHERE EXISTS (SELECT FROM fence)"
+        return f"INSERT INTO {table} ({columns}) {values} {conflict}"
+
+    parts = []
+    if gated:
+        parts.append(_FENCE)
+    if first:
+        thread = "SELECT %s WHERE EXISTS (SELECT FROM fence)" if gated else "VALUES (%s)"
+        parts.append(
+            f"new_thread AS (INSERT INTO bw_thread (id) {thread} ON CONFLICT (id) DO NOTHING)"
+        )
+    if checkpoints:
+        sql = insert("bw_checkpoint", _CHECKPOINT_COLUMNS, _CHECKPOINT_ROW, checkpoints, "")
+        parts.append(f"new_checkpoints AS ({sql})")
+    if blobs:
+        sql = insert(
+            "bw_checkpoint_blob",
+            "thread_id, ns, channel, version, blob",
+            _BLOB_ROW,
+            blobs,
+            "ON CONFLICT (thread_id, ns, channel, version) DO NOTHING",
+        )
+        parts.append(f"new_blobs AS ({sql})")
+    if records:
+        sql = insert(
+            "bw_checkpoint_write",
+            "thread_id, ns, checkpoint_id, task_id, record",
+            _RECORD_ROW,
+            records,
+            "ON CONFLICT (thread_id, ns, checkpoint_id, task_id) DO UPDATE SET record = EXCLUDED.record",
+        )
+        parts.append(f"new_records AS ({sql})")
+    result = "EXISTS (SELECT FROM fence)" if gated else "true"
+    return "WITH " + ",\n".join(parts) + f"\nSELECT {result}"
+
+
+_SELECT_CHECKPOINTS = """
+SELECT c.checkpoint_id, c.seq, c.step, c.parent_id, c.source, c.created_at, c.document,
+       c.metadata, w.task_ids, w.records
+FROM bw_checkpoint c
+CROSS JOIN LATERAL (
+    SELECT array_agg(task_id) AS task_ids, array_agg(record) AS records
+    FROM bw_checkpoint_write
+    WHERE thread_id = c.thread_id AND ns = c.ns AND checkpoint_id = c.checkpoint_id
+) w
+WHERE c.thread_id = %(thread)s AND c.ns = %(ns)s {where}
+ORDER BY c.seq DESC
+LIMIT %(limit)s
+"""
+_LATEST = _SELECT_CHECKPOINTS.format(where="")
+_BY_ID = _SELECT_CHECKPOINTS.format(where="AND c.checkpoint_id = %(checkpoint_id)s")
+_BEFORE_ID = _SELECT_CHECKPOINTS.format(
+    where="""AND c.seq < (
+        SELECT seq FROM bw_checkpoint
+        WHERE thread_id = %(thread)s AND ns = %(ns)s AND checkpoint_id = %(checkpoint_id)s
+    )"""
+)
+_BEFORE_SEQ = _SELECT_CHECKPOINTS.format(where="AND c.seq < %(seq)s")
+
+_SELECT_BLOBS = """
+SELECT b.channel, b.version, b.blob
+FROM unnest(%(channels)s::text[], %(lows)s::int[], %(highs)s::int[]) AS wanted(channel, low, high)
+JOIN bw_checkpoint_blob b
+  ON b.thread_id = %(thread)s AND b.ns = %(ns)s AND b.channel = wanted.channel
+ AND b.version BETWEEN wanted.low AND wanted.high
+"""
+
+_DELETE_THREAD = """
+WITH records AS (DELETE FROM bw_checkpoint_write WHERE thread_id = %(thread)s),
+     blobs AS (DELETE FROM bw_checkpoint_blob WHERE thread_id = %(thread)s)
+DELETE FROM bw_checkpoint WHERE thread_id = %(thread)s
+"""
+
+_STORED_BYTES = """
+SELECT (SELECT coalesce(sum(pg_column_size(c.*)), 0) FROM bw_checkpoint c WHERE c.thread_id = %(thread)s)
+     + (SELECT coalesce(sum(pg_column_size(b.*)), 0) FROM bw_checkpoint_blob b WHERE b.thread_id = %(thread)s)
+     + (SELECT coalesce(sum(pg_column_size(w.*)), 0) FROM bw_checkpoint_write w WHERE w.thread_id = %(thread)s)
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class _Row:
+    """A checkpoint row as read, with its document parsed once to plan the blob query."""
+
+    encoded: EncodedCheckpoint
+    document: dict[str, Any]
+    records: dict[str, TaskRecord]
+
+
+class PostgresCheckpointer(Checkpointer):
+    """Checkpointer on the Django database `using`.
+
+    `fence` binds its writes to a run (see `fenced`); `on_write` is called inside every
+    write's transaction (see `WriteHook`).
+    """
+
+    blocking = True
+
+    def __init__(
+        self, using: str = "default", fence: Fence | None = None, on_write: WriteHook | None = None
+    ) -> None:
+        self.using = using
+        self.fence = fence
+        self.on_write = on_write
+
+    def __repr__(self) -> str:
+        fence = "" if self.fence is None else f", fence=({self.fence[0]!s}, {self.fence[1]})"
+        return f"PostgresCheckpointer(using={self.using!r}{fence})"
+
+    def fenced(
+        self, run_id: uuid.UUID | str, token: int, *, on_write: WriteHook | None = None
+    ) -> PostgresCheckpointer:
+        """A copy whose every write first checks that run `run_id` still holds `token`."""
+        return PostgresCheckpointer(
+            using=self.using, fence=(run_id, token), on_write=on_write or self.on_write
+        )
+
+    # -- writing ------------------------------------------------------------------------
+
+    def _write(
+        self,
+        thread_id: str,
+        ns: str,
+        checkpoints: Sequence[EncodedCheckpoint],
+        records: Sequence[tuple[str, str, str]],
+    ) -> None:
+        statements = _write_statements(thread_id, ns, checkpoints, records, self.fence)
+        connection = connections[self.using]
+        try:
+            if len(statements) == 1 and self.on_write is None and connection.get_autocommit():
+                # One statement outside any transaction is a transaction of its own: one
+                # round trip instead of BEGIN, the statement, and COMMIT.
+                self._execute(thread_id, statements)
+            else:
+                with transaction.atomic(using=self.using):
+                    self._execute(thread_id, statements)
+        except IntegrityError as exc:
+            if _constraint_name(exc) != _SEQ_CONSTRAINT:
+                raise
+            seqs = [cp.seq for cp in checkpoints]
+            logger.info("Refused checkpoints %s of thread %r: position taken", seqs, thread_id)
+            raise ThreadBusyError(
+                f"Thread {thread_id!r} moved on while this run was writing (checkpoint "
+                f"position {seqs} in namespace {ns!r} is taken): another run is writing to "
+                "it. Reload the thread and try again."
+            ) from exc
+
+    def _execute(self, thread_id: str, statements: Sequence[tuple[str, list[Any]]]) -> None:
+        with connections[self.using].cursor() as cursor:
+            for index, (sql, params) in enumerate(statements):
+                cursor.execute(sql, params)
+                held = cursor.fetchone()
+                if index == 0 and (held is None or not held[0]):
+                    raise self._stale(thread_id)
+            if self.on_write is not None:
+                self.on_write(cursor)
+
+    def _stale(self, thread_id: str) -> StaleWriterError:
+        assert self.fence is not None
+        run_id, token = self.fence
+        logger.warning(
+            "Refused a stale write of run %s (token %s) to thread %r", run_id, token, thread_id
+        )
+        return StaleWriterError(
+            f"Run {run_id!s} no longer owns thread {thread_id!r}: its fencing token {token} "
+            "is stale or the run is no longer running, so another worker has taken it over. "
+            "Nothing was written; stop this run and let the new owner continue the thread."
+        )
+
+    # -- reading ------------------------------------------------------------------------
+
+    def load(
+        self, thread_id: str, ns: str = "", checkpoint_id: str | None = None
+    ) -> Checkpoint | None:
+        params = {"thread": thread_id, "ns": ns, "checkpoint_id": checkpoint_id, "limit": 1}
+        rows = self._rows(_LATEST if checkpoint_id is None else _BY_ID, params, thread_id, ns)
+        if not rows:
+            return None
+        return self._decode(rows, thread_id, ns)[0]
+
+    def history(
+        self,
+        thread_id: str,
+        ns: str = "",
+        *,
+        before: str | None = None,
+        limit: int | None = None,
+    ) -> Iterator[Checkpoint]:
+        """Checkpoints newest first, read and decoded a page at a time as you iterate."""
+        remaining = limit
+        sql = _LATEST if before is None else _BEFORE_ID
+        params: dict[str, Any] = {"thread": thread_id, "ns": ns, "checkpoint_id": before}
+        while remaining is None or remaining > 0:
+            page = _HISTORY_PAGE if remaining is None else min(remaining, _HISTORY_PAGE)
+            rows = self._rows(sql, {**params, "limit": page}, thread_id, ns)
+            yield from self._decode(rows, thread_id, ns)
+            if len(rows) < page:
+                return
+            if remaining is not None:
+                remaining -= len(rows)
+            sql, params["seq"] = _BEFORE_SEQ, rows[-1].encoded.seq
+
+    def _rows(self, sql: str, params: Mapping[str, Any], thread_id: str, ns: str) -> list[_Row]:
+        with connections[self.using].cursor() as cursor:
+            cursor.execute(sql, params)
+            fetched = cursor.fetchall()
+        rows = []
+        for (
+            cid,
+            seq,
+            step,
+            parent_id,
+            source,
+            created_at,
+            document,
+            metadata,
+            task_ids,
+            texts,
+        ) in fetched:
+            encoded = EncodedCheckpoint(
+                thread_id=thread_id,
+                ns=ns,
+                id=cid,
+                seq=seq,
+                step=step,
+                parent_id=parent_id,
+                source=source,
+                created_at=created_at,
+                document=document,
+                metadata=metadata,
+                blobs=(),
+            )
+            records = {
+                tid: decode_record(text)
+                for tid, text in zip(task_ids or (), texts or (), strict=True)
+            }
+            rows.append(_Row(encoded, json.loads(document), records))
+        return rows
+
+    def _decode(self, rows: Sequence[_Row], thread_id: str, ns: str) -> list[Checkpoint]:
+        blobs = self._blobs(_version_ranges(rows), thread_id, ns)
+
+        def fetch(channel: str, low: int, high: int) -> Mapping[int, str]:
+            found = blobs.get(channel, {})
+            return {v: text for v, text in found.items() if low <= v <= high}
+
+        return [decode_checkpoint(row.encoded, fetch, row.records) for row in rows]
+
+    def _blobs(
+        self, ranges: Mapping[str, tuple[int, int]], thread_id: str, ns: str
+    ) -> dict[str, dict[int, str]]:
+        if not ranges:
+            return {}
+        params: dict[str, Any] = {
+            "thread": thread_id,
+            "ns": ns,
+            "channels": list(ranges),
+            "lows": [low for low, _ in ranges.values()],
+            "highs": [high for _, high in ranges.values()],
+        }
+        with connections[self.using].cursor() as cursor:
+            cursor.execute(_SELECT_BLOBS, params)
+            fetched = cursor.fetchall()
+        blobs: dict[str, dict[int, str]] = {}
+        for channel, version, text in fetched:
+            blobs.setdefault(channel, {})[version] = text
+        return blobs
+
+    # -- maintenance ----------------------------------------------------------------------
+
+    def delete_thread(self, thread_id: str) -> None:
+        """Delete the thread's checkpoints, blobs and records in every namespace.
+
+        The `Thread` row and its runs stay: they belong to the runtime, not to storage.
+        """
+        with connections[self.using].cursor() as cursor:
+            cursor.execute(_DELETE_THREAD, {"thread": thread_id})
+
+    def namespaces(self, thread_id: str) -> list[str]:
+        with connections[self.using].cursor() as cursor:
+            cursor.execute(
+                "SELECT DISTINCT ns FROM bw_checkpoint WHERE thread_id = %s ORDER BY ns",
+                [thread_id],
+            )
+            return [ns for (ns,) in cursor.fetchall()]
+
+    def stored_bytes(self, thread_id: str) -> int:
+        """Bytes of the thread's rows in the checkpoint, blob and record tables.
+
+        The sum of `pg_column_size(row)`: each row's tuple header and columns as stored
+        (compressed where Postgres compressed them). Not counted: index entries, page and
+        free-space overhead, dead row versions not yet vacuumed, and the `bw_thread` row.
+        """
+        with connections[self.using].cursor() as cursor:
+            cursor.execute(_STORED_BYTES, {"thread": thread_id})
+            row = cursor.fetchone()
+        return int(row[0]) if row is not None else 0
+
+
+def _write_statements(
+    thread_id: str,
+    ns: str,
+    checkpoints: Sequence[EncodedCheckpoint],
+    records: Sequence[tuple[str, str, str]],
+    fence: Fence | None,
+) -> list[tuple[str, list[Any]]]:
+    """The statements of one write: one, unless it has more than `_CHUNK` rows of a kind."""
+    blobs: dict[tuple[str, int], str] = {}
+    for cp in checkpoints:
+        for channel, version, text in cp.blobs:
+            blobs.setdefault((channel, version), text)
+    # One upsert cannot touch a row twice; the last record of a task wins, as in memory.
+    latest = {(cid, tid): text for cid, tid, text in records}
+    checkpoint_rows = [
+        (
+            thread_id,
+            ns,
+            cp.id,
+            cp.seq,
+            cp.step,
+            cp.parent_id,
+            cp.source,
+            cp.created_at,
+            cp.document,
+            cp.metadata,
+        )
+        for cp in checkpoints
+    ]
+    blob_rows = [
+        (thread_id, ns, channel, version, text) for (channel, version), text in blobs.items()
+    ]
+    record_rows = [(thread_id, ns, cid, tid, text) for (cid, tid), text in latest.items()]
+    statements = []
+    for offset in range(0, max(len(checkpoint_rows), len(blob_rows), len(record_rows), 1), _CHUNK):
+        first = offset == 0
+        parts = [
+            rows[offset : offset + _CHUNK] for rows in (checkpoint_rows, blob_rows, record_rows)
+        ]
+        params: list[Any] = []
+        if first and fence is not None:
+            params += [str(fence[0]), fence[1]]
+        if first:
+            params.append(thread_id)
+        for part in parts:
+            params.extend(value for row in part for value in row)
+        sql = _write_sql(*(len(part) for part in parts), fence is not None, first)
+        statements.append((sql, params))
+    return statements
+
+
+def _version_ranges(rows: Sequence[_Row]) -> dict[str, tuple[int, int]]:
+    """Per channel, the version range that covers the blobs every row needs."""
+    ranges: dict[str, tuple[int, int]] = {}
+    for row in rows:
+        chains = chains_of(row.document)
+        for channel, version in row.document["versions"].items():
+            high = int(version)
+            low = chains[channel][0] if channel in chains else high
+            known = ranges.get(channel)
+            if known is not None:
+                low, high = min(known[0], low), max(known[1], high)
+            ranges[channel] = (low, high)
+    return ranges
+
+
+def _constraint_name(exc: IntegrityError) -> str | None:
+    diag = getattr(exc.__cause__, "diag", None)
+    return getattr(diag, "constraint_name", None)
+
+
+__all__ = ["Fence", "PostgresCheckpointer"]

@@ -1,0 +1,211 @@
+"""Durable storage: threads, their checkpoints (written by `PostgresCheckpointer`), and runs.
+
+The checkpoint tables are written with raw SQL on the hot path (see
+`beamweaver_core.checkpoint.postgres`); these models own the schema, the constraints that
+make the storage safe (one checkpoint per position, one active run per thread), and give
+the admin and the runtime an ORM view of the same rows.
+
+Checkpoint payloads (`document`, `metadata`, `blob`, `record`) are the JSON text the
+encoder produced, kept byte for byte in text columns, not jsonb: jsonb rewrites numbers
+(the float `1e16` comes back as the integer `10000000000000000`, `-0.0` as `0.0`), so a
+state value could change type across a pause and then be refused when it is stored again.
+Text also skips a parse on every write. Query them in SQL with a cast (`document::jsonb`).
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+from django.db.models.functions import Now
+from django.utils import timezone
+
+
+class Thread(models.Model):
+    """A conversation or job whose state is kept between runs (the `thread_id`)."""
+
+    class Status(models.TextChoices):
+        IDLE = "idle"
+        RUNNING = "running"
+        INTERRUPTED = "interrupted"
+        COMPLETED = "completed"
+        FAILED = "failed"
+        CANCELLED = "cancelled"
+
+    id = models.CharField(primary_key=True, max_length=255)
+    # Database defaults too: the checkpointer creates missing threads with a bare
+    # `INSERT ... (id) ON CONFLICT DO NOTHING`, so the database must fill the rest.
+    graph = models.CharField(max_length=200, blank=True, default="", db_default="", db_index=True)
+    status = models.CharField(
+        max_length=16, choices=Status, default=Status.IDLE, db_default=Status.IDLE
+    )
+    metadata = models.JSONField(default=dict, db_default={}, blank=True)
+    created_at = models.DateTimeField(default=timezone.now, db_default=Now(), editable=False)
+    updated_at = models.DateTimeField(auto_now=True, db_default=Now())
+
+    class Meta:
+        db_table = "bw_thread"
+        ordering = ["-updated_at"]
+
+    def __str__(self) -> str:
+        return self.id
+
+
+class Checkpoint(models.Model):
+    """The state of one thread namespace after a super-step (see `checkpoint.encoding`).
+
+    `seq` numbers the checkpoints of a namespace; it is unique, so two writers that start
+    from the same head both try to take `head.seq + 1` and only one can commit: the main
+    line cannot fork. The same unique index, scanned backwards, finds the latest checkpoint.
+    """
+
+    class Source(models.TextChoices):
+        INPUT = "input"
+        LOOP = "loop"
+        UPDATE = "update"
+        FORK = "fork"
+
+    # db_index=False: the unique indexes below start with the thread, and every extra
+    # index is paid on each super-step's insert.
+    thread = models.ForeignKey(
+        Thread, on_delete=models.CASCADE, related_name="checkpoints", db_index=False
+    )
+    ns = models.TextField(blank=True, default="")
+    checkpoint_id = models.CharField(max_length=32)
+    seq = models.IntegerField()
+    step = models.IntegerField()
+    # NULL, not "": the engine's `parent_id=None` (a thread's first checkpoint) as is.
+    parent_id = models.CharField(max_length=32, null=True, blank=True)  # noqa: DJ001
+    source = models.CharField(max_length=8, choices=Source)
+    created_at = models.DateTimeField()
+    document = models.TextField(help_text="JSON: inline values, channel versions, next tasks.")
+    metadata = models.TextField(default="{}", help_text="JSON.")
+
+    class Meta:
+        db_table = "bw_checkpoint"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["thread", "ns", "seq"], name="bw_checkpoint_one_per_seq"
+            ),
+            models.UniqueConstraint(
+                fields=["thread", "ns", "checkpoint_id"], name="bw_checkpoint_unique_id"
+            ),
+        ]
+        ordering = ["thread", "ns", "-seq"]
+
+    def __str__(self) -> str:
+        return f"{self.thread_id}/{self.ns or '-'}#{self.seq} ({self.checkpoint_id})"
+
+
+class CheckpointBlob(models.Model):
+    """One version of a channel value (JSON): `{"f": value}` or an appended delta `{"b", "a"}`.
+
+    Written once (insert-if-absent) and never updated.
+    """
+
+    thread = models.ForeignKey(
+        Thread, on_delete=models.CASCADE, related_name="checkpoint_blobs", db_index=False
+    )
+    ns = models.TextField(blank=True, default="")
+    channel = models.TextField()
+    version = models.IntegerField()
+    blob = models.TextField()
+
+    class Meta:
+        db_table = "bw_checkpoint_blob"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["thread", "ns", "channel", "version"], name="bw_checkpoint_blob_unique"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.thread_id}/{self.ns or '-'} {self.channel}@{self.version}"
+
+
+class CheckpointWrite(models.Model):
+    """A pending write: what one task of the step after a checkpoint left behind.
+
+    One row per `(checkpoint, task)`, replaced on every write (`TaskRecord` encoded).
+    """
+
+    thread = models.ForeignKey(
+        Thread, on_delete=models.CASCADE, related_name="checkpoint_writes", db_index=False
+    )
+    ns = models.TextField(blank=True, default="")
+    checkpoint_id = models.CharField(max_length=32)
+    task_id = models.TextField()
+    record = models.TextField(help_text="JSON: the encoded TaskRecord.")
+
+    class Meta:
+        db_table = "bw_checkpoint_write"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["thread", "ns", "checkpoint_id", "task_id"],
+                name="bw_checkpoint_write_unique",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.thread_id}/{self.ns or '-'} {self.checkpoint_id}:{self.task_id}"
+
+
+class Run(models.Model):
+    """A durable run of a graph on a thread: queued, claimed by a worker, finished.
+
+    The worker that owns a run holds a lease and a fencing token; every checkpoint write of
+    the run checks the token in its own transaction, so a worker whose lease was taken over
+    cannot write any more.
+    """
+
+    class Kind(models.TextChoices):
+        START = "start"
+        RESUME = "resume"
+
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        INTERRUPTED = "interrupted"
+        SUCCEEDED = "succeeded"
+        FAILED = "failed"
+        CANCELLED = "cancelled"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="runs")
+    graph = models.CharField(max_length=200)
+    kind = models.CharField(max_length=8, choices=Kind, default=Kind.START)
+    status = models.CharField(max_length=16, choices=Status, default=Status.QUEUED)
+    input = models.JSONField(null=True, blank=True, help_text="The input, or the resume payload.")
+    result = models.JSONField(null=True, blank=True)
+    error = models.TextField(blank=True, default="")
+    lease_owner = models.CharField(max_length=255, blank=True, default="")
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    fencing_token = models.BigIntegerField(default=0)
+    attempts = models.IntegerField(default=0)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="beamweaver_runs",
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        db_table = "bw_run"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["thread"],
+                condition=models.Q(status__in=["queued", "running"]),
+                name="bw_run_one_active_per_thread",
+            ),
+        ]
+        indexes = [models.Index(fields=["status", "created_at"], name="bw_run_claim_idx")]
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.graph} on {self.thread_id} ({self.status})"
