@@ -2,9 +2,12 @@
 
 Same semantics as `MemoryCheckpointer`; what Postgres adds:
 
-- One statement per super-step. `_write` sends a single `INSERT ... WITH` statement (thread
-  row, checkpoints, new blobs, upserted records; rows passed as arrays and `unnest`ed) in one
-  transaction, so a durable step costs one round trip plus the commit.
+- One statement per super-step. `_write` sends a single `WITH ... INSERT` statement (the
+  thread row if missing, the checkpoints, new blobs, upserted records, as multi-row
+  `VALUES`; its text is cached per shape). Outside a transaction it runs in autocommit mode,
+  where one statement is one transaction: a durable step is one round trip and one commit,
+  instead of `BEGIN`, the statement and `COMMIT`. Inside the caller's transaction it runs
+  in a savepoint, so a refused write leaves that transaction usable.
 - No fork. `bw_checkpoint (thread, ns, seq)` is unique: two writers that continued from the
   same head both take `head.seq + 1`, one commit wins and the other gets `ThreadBusyError`
   with nothing written.
