@@ -1,0 +1,168 @@
+"""The benchmark Postgres: where each engine's tables live and what the server counted.
+
+Both engines run on the server `BENCH_PG_DSN` names (default
+`postgresql://root@127.0.0.1:5432/bench`): LangGraph's tables in a schema of that database,
+BeamWeaver's Django tables in a database of their own (`BENCH_BW_DSN`, default the same
+server's `bench_bw`), so neither sees the other's rows and each database's commit count
+(`pg_stat_database.xact_commit`) belongs to one engine.
+
+Counters are read over a connection to a third database (`postgres`), so that reading
+them adds no commits to the database being measured.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import psycopg
+from psycopg import sql
+
+DEFAULT_DSN = "postgresql://root@127.0.0.1:5432/bench"
+BW_DATABASE = "bench_bw"
+_MAINTENANCE_DATABASE = "postgres"
+
+LANGGRAPH_TABLES = ("checkpoints", "checkpoint_blobs", "checkpoint_writes")
+BEAMWEAVER_TABLES = ("bw_checkpoint", "bw_checkpoint_blob", "bw_checkpoint_write")
+
+
+def dsn() -> str:
+    """The benchmark database (LangGraph's schemas and the floor table live here)."""
+    return os.environ.get("BENCH_PG_DSN", DEFAULT_DSN)
+
+
+def with_database(url: str, database: str) -> str:
+    """`url` pointing at another database of the same server."""
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(path=f"/{database}"))
+
+
+def database_of(url: str) -> str:
+    return urlsplit(url).path.lstrip("/") or "postgres"
+
+
+def bw_dsn() -> str:
+    """BeamWeaver's dedicated database (its Django migrations run into it)."""
+    return os.environ.get("BENCH_BW_DSN") or with_database(dsn(), BW_DATABASE)
+
+
+def connect(url: str | None = None, **kwargs: Any) -> psycopg.Connection[Any]:
+    """An autocommit connection for setup and measurement queries."""
+    return psycopg.connect(url or dsn(), autocommit=True, **kwargs)
+
+
+def unreachable_reason(url: str | None = None) -> str | None:
+    """Why the benchmark server cannot be used, or `None` when it answers."""
+    try:
+        with connect(url, connect_timeout=3) as conn:
+            conn.execute("SELECT 1")
+    except psycopg.Error as exc:
+        return f"Postgres not reachable at {url or dsn()}: {str(exc).strip().splitlines()[0]}"
+    return None
+
+
+def server_facts(url: str | None = None) -> dict[str, str]:
+    """Version and the settings that bound a durable commit (fsync, synchronous_commit)."""
+    names = ("server_version", "fsync", "synchronous_commit", "wal_sync_method", "shared_buffers")
+    with connect(url) as conn:
+        return {name: conn.execute(f"SHOW {name}").fetchone()[0] for name in names}
+
+
+def reset_schema(schema: str) -> None:
+    with connect() as conn:
+        conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
+        conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
+
+
+def drop_schema(schema: str) -> None:
+    with connect() as conn:
+        conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
+
+
+def recreate_database(url: str) -> None:
+    """Drop and create the database `url` names (from the maintenance database)."""
+    name = sql.Identifier(database_of(url))
+    with connect(with_database(url, _MAINTENANCE_DATABASE)) as conn:
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(name))
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(name))
+
+
+def truncate(url: str, tables: tuple[str, ...], schema: str | None = None) -> None:
+    names = [sql.Identifier(schema, t) if schema else sql.Identifier(t) for t in tables]
+    with connect(url) as conn:
+        conn.execute(sql.SQL("TRUNCATE {} CASCADE").format(sql.SQL(", ").join(names)))
+
+
+_COUNTERS = """
+SELECT (SELECT xact_commit FROM pg_stat_database WHERE datname = %s),
+       pg_snapshot_xmax(pg_current_snapshot())::text::bigint,
+       pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '0/0')::bigint,
+       (SELECT wal_records FROM pg_stat_wal),
+       (SELECT wal_sync FROM pg_stat_wal)
+"""
+
+
+def counters(url: str) -> dict[str, int]:
+    """Server counters for the database `url` names.
+
+    `xact_commit`: commits in that database, read-only transactions included (what the
+    peer reports). `write_xacts`: transaction ids handed out, i.e. transactions that wrote
+    (cluster-wide, as are the WAL figures: keep the server otherwise idle). Backends report
+    their statistics when they close or go idle, so read this after the measured
+    connections are closed; it polls until two reads agree.
+    """
+    database = database_of(url)
+    previous: tuple[Any, ...] | None = None
+    row: tuple[Any, ...] | None = None
+    with connect(with_database(url, _MAINTENANCE_DATABASE)) as conn:
+        for _ in range(20):
+            conn.execute("SELECT pg_stat_clear_snapshot()")
+            row = conn.execute(_COUNTERS, (database,)).fetchone()
+            if previous is not None and row == previous:
+                break
+            previous = row
+            time.sleep(0.15)
+    assert row is not None
+    commits, next_xid, wal_bytes, wal_records, wal_sync = row
+    return {
+        "xact_commit": int(commits or 0),
+        "write_xacts": int(next_xid),
+        "wal_bytes": int(wal_bytes),
+        "wal_records": int(wal_records),
+        "wal_sync": int(wal_sync),
+    }
+
+
+def counters_delta(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
+    return {key: after[key] - before[key] for key in before}
+
+
+def storage(url: str, tables: tuple[str, ...], schema: str | None = None) -> dict[str, Any]:
+    """Rows and bytes of `tables`: `payload_bytes` is `sum(pg_column_size(row))` (after TOAST
+    compression), `disk_bytes` is `pg_total_relation_size` (heap, TOAST, indexes, free space)."""
+    per_table: dict[str, dict[str, int]] = {}
+    with connect(url) as conn:
+        for table in tables:
+            name = sql.Identifier(schema, table) if schema else sql.Identifier(table)
+            rows, payload = conn.execute(
+                sql.SQL("SELECT count(*), coalesce(sum(pg_column_size(x.*)), 0) FROM {} x").format(
+                    name
+                )
+            ).fetchone()
+            qualified = f'"{schema}"."{table}"' if schema else f'"{table}"'
+            disk = conn.execute(
+                "SELECT pg_total_relation_size(%s::regclass)", (qualified,)
+            ).fetchone()[0]
+            per_table[table] = {
+                "rows": int(rows),
+                "payload_bytes": int(payload),
+                "disk_bytes": int(disk),
+            }
+    return {
+        "tables": per_table,
+        "rows": sum(t["rows"] for t in per_table.values()),
+        "payload_bytes": sum(t["payload_bytes"] for t in per_table.values()),
+        "disk_bytes": sum(t["disk_bytes"] for t in per_table.values()),
+    }

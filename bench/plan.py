@@ -1,0 +1,242 @@
+"""What `python -m bench` runs: each configuration, its sizes, its table rows and targets.
+
+A configuration is one workload on one backend, run by each engine in its own process.
+Its metrics are paths into the worker's JSON; the table shows the median over repetitions
+of each, for both engines, their ratio, and the target where issue 6 sets one.
+
+LangGraph runs with its default durability (`async`) except where a row says otherwise:
+the Postgres linear row compares "every step durable" (`sync`), which is what BeamWeaver
+always does, and state growth uses `sync` as the peer script does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from bench.targets import AtMost, FloorBound, RatioAtLeast, RatioAtMost, RawBytesBound, Target
+
+BOTH = ("beamweaver", "langgraph")
+REALTIME_PENDING = "not yet measurable: needs the review inbox (issue 5)"
+
+
+@dataclass(frozen=True, slots=True)
+class Metric:
+    label: str
+    path: tuple[str, ...]
+    unit: str
+    target: Target | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    key: str
+    title: str
+    workload: str | None
+    quick: dict[str, Any] = field(default_factory=dict)
+    full: dict[str, Any] = field(default_factory=dict)
+    metrics: tuple[Metric, ...] = ()
+    engines: tuple[str, ...] = BOTH
+    lg_durability: str = "async"
+    pending: str | None = None
+    """Set for rows that cannot be measured yet: the table says why instead of a number."""
+
+    @property
+    def postgres(self) -> bool:
+        return self.workload in ("concurrency", "floor") or self.full.get("backend") == "postgres"
+
+    def params(self, quick: bool) -> dict[str, Any]:
+        return {**(self.quick if quick else self.full), "lg_durability": self.lg_durability}
+
+
+def ms(label: str, *path: str, target: Target | None = None) -> Metric:
+    return Metric(label, path, "ms", target)
+
+
+_HITL_PARTS = (
+    ms("invoke → interrupt (median)", "interrupt_ms", "median"),
+    ms("resume → end (median)", "resume_ms", "median"),
+    ms("round trip p99", "total_ms", "p99"),
+)
+
+
+def _hitl(k: int, backend: str, quick: int, full: int, target: Target | None) -> Config:
+    label = "1 interrupt" if k == 1 else f"{k} parallel interrupts, one resume map"
+    server = (Metric("commits per round trip", ("server_per_roundtrip", "xact_commit"), ""),)
+    return Config(
+        f"hitl{'' if k == 1 else k}_{backend}",
+        f"3. HITL round trip, {label}, {backend}",
+        "hitl",
+        quick={"backend": backend, "k": k, "threads": quick, "warmup": 2},
+        full={"backend": backend, "k": k, "threads": full},
+        metrics=(
+            ms("round trip (median)", "total_ms", "median", target=target),
+            *_HITL_PARTS,
+            *(server if backend == "postgres" else ()),
+        ),
+    )
+
+
+def _fanout(backend: str, quick: int, full: int) -> Config:
+    return Config(
+        f"fanout_{backend}",
+        f"2. fanout, 8 parallel + join, {'no checkpointer' if backend == 'none' else backend}",
+        "fanout",
+        quick={"backend": backend, "threads": quick, "warmup": 2},
+        full={"backend": backend, "threads": full},
+        metrics=(
+            ms("per invoke (median)", "invoke_ms", "median"),
+            ms("per invoke p99", "invoke_ms", "p99"),
+        ),
+    )
+
+
+CONFIGS: tuple[Config, ...] = (
+    Config(
+        "linear_none",
+        "1. linear, 10 nodes, no checkpointer",
+        "linear",
+        quick={"backend": "none", "threads": 20, "warmup": 2},
+        full={"backend": "none", "threads": 1000},
+        metrics=(
+            ms("per super-step (median)", "per_superstep_ms", "median", target=RatioAtMost(0.25)),
+            ms("per invoke (median)", "invoke_ms", "median"),
+            ms("per invoke p99", "invoke_ms", "p99"),
+        ),
+    ),
+    Config(
+        "linear_memory",
+        "1. linear, 10 nodes, memory",
+        "linear",
+        quick={"backend": "memory", "threads": 20, "warmup": 2},
+        full={"backend": "memory", "threads": 500},
+        metrics=(
+            ms("per super-step (median)", "per_superstep_ms", "median", target=RatioAtMost(0.25)),
+            ms("per invoke (median)", "invoke_ms", "median"),
+            ms("per invoke p99", "invoke_ms", "p99"),
+        ),
+    ),
+    Config(
+        "linear_postgres",
+        "1. linear, 10 nodes, Postgres, every step durable (LangGraph: durability=sync)",
+        "linear",
+        quick={"backend": "postgres", "threads": 10, "warmup": 2},
+        full={"backend": "postgres", "threads": 200},
+        lg_durability="sync",
+        metrics=(
+            ms("per invoke (median)", "invoke_ms", "median", target=RatioAtMost(0.33)),
+            ms("per super-step (median)", "per_superstep_ms", "median"),
+            ms("per invoke p99", "invoke_ms", "p99"),
+            Metric(
+                "commits per step (xact_commit, reads included)",
+                ("server_per_superstep", "xact_commit"),
+                "",
+                AtMost(1, "per step"),
+            ),
+            Metric("write transactions per step", ("server_per_superstep", "write_xacts"), ""),
+            Metric("WAL fsyncs per step", ("server_per_superstep", "wal_sync"), ""),
+            ms("per invoke vs steps x floor", "invoke_ms", "median", target=FloorBound(1.5, 10)),
+            Metric("bytes stored per thread", ("per_thread", "payload_bytes"), "B"),
+        ),
+    ),
+    _fanout("none", 20, 500),
+    _fanout("memory", 20, 500),
+    _fanout("postgres", 10, 200),
+    _hitl(1, "memory", 20, 500, None),
+    _hitl(1, "postgres", 10, 200, RatioAtMost(0.5)),
+    _hitl(4, "memory", 20, 500, None),
+    _hitl(4, "postgres", 10, 200, RatioAtMost(0.5)),
+    Config(
+        "growth_postgres",
+        "4. state growth, ~500 B message per step, one thread, Postgres (LangGraph: sync)",
+        "growth",
+        quick={"backend": "postgres", "steps": 20},
+        full={"backend": "postgres", "steps": 200},
+        lg_durability="sync",
+        metrics=(
+            Metric(
+                "bytes stored after the last step", ("stored_bytes_final",), "B", RawBytesBound(3)
+            ),
+            Metric("bytes stored after step 10", ("bytes_after_step", "10"), "B"),
+            Metric("bytes stored after step 100", ("bytes_after_step", "100"), "B"),
+            Metric("raw message bytes (all steps)", ("raw_message_bytes",), "B"),
+            Metric("growth exponent (bytes ~ steps^k)", ("growth_exponent",), ""),
+            ms("step latency @10 (9-step median)", "latency_at", "10", "window_median_ms"),
+            ms("step latency @100 (9-step median)", "latency_at", "100", "window_median_ms"),
+            ms("step latency @200 (9-step median)", "latency_at", "200", "window_median_ms"),
+        ),
+    ),
+    Config(
+        "concurrency_postgres",
+        "5. concurrency, 50 asyncio tasks x interrupt + resume, Postgres, pool 10",
+        "concurrency",
+        quick={"backend": "postgres", "tasks": 10, "runs": 20, "warmup": 1},
+        full={"backend": "postgres", "tasks": 50, "runs": 500},
+        metrics=(
+            Metric("throughput (round trips/s)", ("roundtrips_per_s",), "/s", RatioAtLeast(3)),
+            ms("round trip (median)", "roundtrip_ms", "median"),
+            ms("round trip p99", "roundtrip_ms", "p99"),
+            Metric("peak RSS of the process", ("process", "rss_peak_mb"), "MB"),
+            Metric("commits per round trip", ("server_per_roundtrip", "xact_commit"), ""),
+        ),
+    ),
+    Config(
+        "floor",
+        "6. the floor: raw psycopg on the same server (engine-independent)",
+        "floor",
+        quick={"n": 100, "warmup": 10},
+        full={"n": 2000},
+        engines=("postgres",),
+        metrics=(
+            ms(
+                "INSERT 1 KB jsonb + COMMIT (median)",
+                "ops",
+                "insert_commit",
+                "latency_ms",
+                "median",
+            ),
+            ms("INSERT 1 KB jsonb + COMMIT p99", "ops", "insert_commit", "latency_ms", "p99"),
+            ms(
+                "same, synchronous_commit=off (median)",
+                "ops",
+                "insert_commit_no_fsync_wait",
+                "latency_ms",
+                "median",
+            ),
+            ms("SELECT 1 round trip (median)", "ops", "select_1", "latency_ms", "median"),
+        ),
+    ),
+    Config(
+        "realtime_ws",
+        "7. realtime: interrupt committed → websocket frame (target p99 ≤ 50 ms at 50/s)",
+        None,
+        pending=REALTIME_PENDING,
+    ),
+    Config(
+        "realtime_decision",
+        "7. realtime: decision POST → resume run started (target p99 ≤ 100 ms)",
+        None,
+        pending=REALTIME_PENDING,
+    ),
+    Config(
+        "realtime_inbox",
+        "7. realtime: inbox page, 10,000 pending (target p95 ≤ 150 ms)",
+        None,
+        pending=REALTIME_PENDING,
+    ),
+)
+
+FLOOR_METRIC = ("ops", "insert_commit", "latency_ms", "median")
+"""Where the floor (one durable INSERT + COMMIT) is read for `FloorBound`."""
+
+
+def select(only: str) -> list[Config]:
+    """Configurations whose key starts with one of the comma-separated prefixes in `only`."""
+    prefixes = [p.strip() for p in only.split(",") if p.strip()]
+    if not prefixes:
+        return list(CONFIGS)
+    chosen = [c for c in CONFIGS if any(c.key.startswith(p) for p in prefixes)]
+    if not chosen:
+        known = ", ".join(c.key for c in CONFIGS)
+        raise ValueError(f"--only {only!r} matches no configuration; known: {known}")
+    return chosen

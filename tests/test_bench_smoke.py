@@ -1,0 +1,60 @@
+"""The benchmark harness works: `python -m bench --quick` runs and records its results.
+
+CI runs only this check. It never asserts on a timing or a ratio (the benchmarks are not
+tests); it runs the configurations that need no database, in a subprocess, as a user would.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CONFIGS = ("linear_none", "linear_memory")
+ENGINES = ("beamweaver", "langgraph")
+
+
+def test_quick_mode_runs_both_engines_and_appends_complete_json_lines(tmp_path: Path) -> None:
+    """Each engine runs each configuration once in its own process; every JSON line carries
+    positive latencies, process memory, versions and machine facts; a summary line and the
+    printed table close the run."""
+    out = tmp_path / "quick.jsonl"
+    done = subprocess.run(
+        [sys.executable, "-m", "bench", "--quick", "--only", ",".join(CONFIGS), "--out", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    results = [r for r in records if r["kind"] == "result"]
+    assert sorted((r["config"], r["engine"]) for r in results) == sorted(
+        (config, engine) for config in CONFIGS for engine in ENGINES
+    )
+    for result in results:
+        assert result["status"] == "ok", result
+        assert result["mode"] == "quick"
+        assert result["invoke_ms"]["n"] == result["params"]["threads"]
+        for key in ("median", "p95", "p99"):
+            assert result["invoke_ms"][key] > 0
+            assert result["per_superstep_ms"][key] > 0
+        assert result["supersteps_per_s"] > 0
+        assert result["process"]["rss_peak_mb"] > 0
+        assert {"python", "beamweaver", "langgraph", "psycopg"} <= set(result["env"]["versions"])
+        assert {"cpu_model", "cores_logical", "ram_gb", "kernel"} <= set(result["env"]["machine"])
+
+    summary = records[-1]
+    assert summary["kind"] == "summary"
+    assert summary["problems"] == []
+    headline = [row for row in summary["rows"] if row["metric"] == "per super-step (median)"]
+    assert [row["key"] for row in headline] == list(CONFIGS)
+    for row in headline:
+        assert row["beamweaver"] > 0 and row["langgraph"] > 0
+        assert row["target"] == "ratio ≤ 0.25"
+        assert row["result"] in ("pass", "FAIL")
+    assert "| workload | metric | BeamWeaver | LangGraph | ratio | target | result |" in done.stdout
