@@ -1,0 +1,334 @@
+"""`Agent`: a model, its tools and middleware, compiled to a graph with `model` and `tools`
+nodes.
+
+Build one with `Agent.build(model=..., tools=[...], interrupt_on={...}, checkpointer=...)`,
+or define a module-style agent by subclassing with class attributes:
+
+    class ReviewedAgent(Agent):
+        model = init_chat_model("anthropic:claude-sonnet-4-5")
+        tools = [remove_file, fetch_file, notify_email]
+        interrupt_on = {"remove_file": True, "fetch_file": False}
+
+    ReviewedAgent.invoke({"messages": [...]}, checkpointer=checkpointer, config=config)
+
+The class itself then answers `invoke`, `resume`, `resume_review`, `stream_events`,
+`iter_events`, `astream_events` and `get_state` (on a shared instance); every call may name
+its `checkpointer`. The graph is compiled once per agent and reused per checkpointer.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+import types
+import weakref
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+
+from beamweaver_core.agent.builder import AgentSpec, build_graph
+from beamweaver_core.agent.hitl import HumanInTheLoop, PolicyValue
+from beamweaver_core.agent.middleware import Middleware
+from beamweaver_core.agent.state import MESSAGES, as_messages
+from beamweaver_core.agent.subagents import CompiledSubagent, SubagentSpec, task_tool
+from beamweaver_core.agent.tools import Tool, as_tool
+from beamweaver_core.graph import CompiledGraph, Envelope, StateSnapshot
+from beamweaver_core.llm.base import ChatModel
+from beamweaver_core.types import Command, RunResult
+
+if TYPE_CHECKING:
+    from beamweaver_core.checkpoint.base import Checkpointer
+
+ToolLike = Tool | type[Tool] | Callable[..., Any]
+Config = dict[str, Any]
+_R = TypeVar("_R")
+_UNSET: Any = object()
+_OPTIONS = (
+    "model",
+    "tools",
+    "interrupt_on",
+    "middleware",
+    "system_prompt",
+    "subagents",
+    "interrupt_before",
+    "interrupt_after",
+    "checkpointer",
+    "name",
+)
+
+
+class _AgentMethod(Generic[_R]):
+    """A method that works on an agent instance and on a module-style `Agent` subclass
+    (where it runs on the subclass's shared default instance)."""
+
+    def __init__(self, fn: Callable[..., _R]) -> None:
+        self.fn = fn
+        self.__doc__ = fn.__doc__
+        self.__wrapped__ = fn
+
+    def __get__(self, obj: Agent | None, owner: type[Agent]) -> Callable[..., _R]:
+        if obj is not None:
+            return types.MethodType(self.fn, obj)
+
+        @functools.wraps(self.fn)
+        def on_class(*args: Any, **kwargs: Any) -> _R:
+            return self.fn(owner.default(), *args, **kwargs)
+
+        return on_class
+
+
+class Agent:
+    """An agent: a chat model calling tools in a loop, with middleware around it.
+
+    Options (class attributes of module-style agents, or `build` arguments): `model`,
+    `tools` (tools, `Tool` subclasses or typed functions), `interrupt_on` (shorthand for a
+    `HumanInTheLoop` middleware appended last), `middleware`, `system_prompt`, `subagents`
+    (reached through a `task` tool), `interrupt_before` / `interrupt_after` (static
+    breakpoints on node names such as `"model"` and `"tools"`), `checkpointer` and `name`.
+    """
+
+    model: ChatModel | None = None
+    tools: Sequence[ToolLike] = ()
+    interrupt_on: Mapping[str, PolicyValue] | None = None
+    middleware: Sequence[Middleware] = ()
+    system_prompt: str | None = None
+    subagents: Sequence[SubagentSpec | CompiledSubagent] = ()
+    interrupt_before: Sequence[str] = ()
+    interrupt_after: Sequence[str] = ()
+    checkpointer: Checkpointer | None = None
+    name: str | None = None
+
+    _default_lock: ClassVar[threading.Lock] = threading.Lock()
+
+    def __init__(self, **options: Any) -> None:
+        unknown = sorted(set(options) - set(_OPTIONS))
+        if unknown:
+            raise TypeError(f"Unknown agent option(s) {unknown}; known: {list(_OPTIONS)}.")
+        for key, value in options.items():
+            if value is not _UNSET:
+                setattr(self, key, value)
+        self._lock = threading.Lock()
+        self._compiled: CompiledGraph | None = None
+        self._by_checkpointer: weakref.WeakKeyDictionary[Checkpointer, CompiledGraph] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    @classmethod
+    def build(
+        cls,
+        *,
+        model: ChatModel = _UNSET,
+        tools: Sequence[ToolLike] = _UNSET,
+        interrupt_on: Mapping[str, PolicyValue] | None = _UNSET,
+        checkpointer: Checkpointer | None = _UNSET,
+        system_prompt: str | None = _UNSET,
+        middleware: Sequence[Middleware] = _UNSET,
+        subagents: Sequence[SubagentSpec | CompiledSubagent] = _UNSET,
+        interrupt_before: Sequence[str] = _UNSET,
+        interrupt_after: Sequence[str] = _UNSET,
+        name: str | None = _UNSET,
+    ) -> Agent:
+        """Build and compile an agent; options left out keep the class's attributes
+        (for `Agent` itself: no tools, no review, no middleware, no checkpointer)."""
+        agent = cls(
+            model=model,
+            tools=tools,
+            interrupt_on=interrupt_on,
+            checkpointer=checkpointer,
+            system_prompt=system_prompt,
+            middleware=middleware,
+            subagents=subagents,
+            interrupt_before=interrupt_before,
+            interrupt_after=interrupt_after,
+            name=name,
+        )
+        agent.graph()
+        return agent
+
+    @classmethod
+    def default(cls) -> Agent:
+        """The shared instance that class-level calls of a module-style agent run on."""
+        shared = cls.__dict__.get("_shared_instance")
+        if shared is None:
+            with cls._default_lock:
+                shared = cls.__dict__.get("_shared_instance")
+                if shared is None:
+                    shared = cls()
+                    cls._shared_instance = shared  # type: ignore[attr-defined]
+        return shared
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self._graph_name()!r}>"
+
+    # -- compiling ----------------------------------------------------------------------
+
+    def _graph_name(self) -> str:
+        return self.name or type(self).__name__
+
+    def _spec(self) -> AgentSpec:
+        if not isinstance(self.model, ChatModel):
+            raise ValueError(
+                f"Agent {self._graph_name()!r} has no chat model: pass model= to Agent.build "
+                "or set the `model` class attribute (e.g. init_chat_model('openai:gpt-4o'))."
+            )
+        tools = [as_tool(t) for t in self.tools]
+        if self.subagents:
+            tools.append(
+                task_tool(self.subagents, model=self.model, interrupt_on=self.interrupt_on)
+            )
+        middleware = list(self.middleware)
+        if self.interrupt_on:
+            if any(isinstance(mw, HumanInTheLoop) for mw in middleware):
+                raise ValueError(
+                    f"Agent {self._graph_name()!r} has both interrupt_on and a HumanInTheLoop "
+                    "middleware; put the whole review policy in one of them."
+                )
+            middleware.append(HumanInTheLoop(self.interrupt_on, tools=tools))
+        return AgentSpec(
+            name=self._graph_name(),
+            model=self.model,
+            tools=tuple(tools),
+            system_prompt=self.system_prompt,
+            middleware=tuple(middleware),
+            interrupt_before=tuple(self.interrupt_before),
+            interrupt_after=tuple(self.interrupt_after),
+        )
+
+    @_AgentMethod
+    def graph(self, checkpointer: Checkpointer | None = None) -> CompiledGraph:
+        """The compiled graph, saving to `checkpointer` (default: the agent's own)."""
+        with self._lock:
+            if self._compiled is None:
+                self._compiled = build_graph(self._spec())
+            chosen = checkpointer if checkpointer is not None else self.checkpointer
+            if chosen is None:
+                return self._compiled
+            graph = self._by_checkpointer.get(chosen)
+            if graph is None:
+                graph = self._compiled.with_checkpointer(chosen)
+                self._by_checkpointer[chosen] = graph
+            return graph
+
+    # -- running ------------------------------------------------------------------------
+
+    @_AgentMethod
+    def invoke(
+        self,
+        input: Any,
+        config: Config | None = None,
+        *,
+        context: Any = None,
+        checkpointer: Checkpointer | None = None,
+    ) -> RunResult:
+        """Run the agent on `input` (`{"messages": [...]}`); `Completed` or `Interrupted`."""
+        return self.graph(checkpointer).invoke(_agent_input(input), config, context)
+
+    @_AgentMethod
+    def resume(
+        self,
+        value: Any = None,
+        config: Config | None = None,
+        *,
+        context: Any = None,
+        checkpointer: Checkpointer | None = None,
+    ) -> RunResult:
+        """Answer the pending interrupt(s): for a tool review, `{"decisions": [...]}`."""
+        return self.graph(checkpointer).resume(value, config, context)
+
+    @_AgentMethod
+    def resume_review(
+        self,
+        decisions: Sequence[Mapping[str, Any]],
+        config: Config | None = None,
+        *,
+        interrupt_id: str | None = None,
+        context: Any = None,
+        checkpointer: Checkpointer | None = None,
+    ) -> RunResult:
+        """`resume({"decisions": decisions})`; name `interrupt_id` when several are pending."""
+        answer: Any = {"decisions": list(decisions)}
+        if interrupt_id is not None:
+            answer = {interrupt_id: answer}
+        return self.graph(checkpointer).resume(answer, config, context)
+
+    @_AgentMethod
+    async def ainvoke(
+        self,
+        input: Any,
+        config: Config | None = None,
+        *,
+        context: Any = None,
+        checkpointer: Checkpointer | None = None,
+    ) -> RunResult:
+        """Async `invoke`."""
+        return await self.graph(checkpointer).ainvoke(_agent_input(input), config, context)
+
+    @_AgentMethod
+    async def aresume(
+        self,
+        value: Any = None,
+        config: Config | None = None,
+        *,
+        context: Any = None,
+        checkpointer: Checkpointer | None = None,
+    ) -> RunResult:
+        """Async `resume`."""
+        return await self.graph(checkpointer).aresume(value, config, context)
+
+    @_AgentMethod
+    def stream_events(
+        self,
+        input: Any,
+        config: Config | None = None,
+        *,
+        context: Any = None,
+        checkpointer: Checkpointer | None = None,
+    ) -> RunResult:
+        """Run like `invoke`; the result's `.events` holds every `Envelope` up to the end
+        or the pause (including `model.delta`, `tool.started` and `tool.finished`). Pass
+        `Command(resume=...)` as `input` to stream a resumed run."""
+        return self.graph(checkpointer).stream_events(_agent_input(input), config, context)
+
+    @_AgentMethod
+    def iter_events(
+        self,
+        input: Any,
+        config: Config | None = None,
+        *,
+        context: Any = None,
+        checkpointer: Checkpointer | None = None,
+    ) -> Iterator[Envelope]:
+        """Yield envelopes live; the last one is `run.completed`, `run.interrupted` or
+        `run.failed` and carries the result."""
+        return self.graph(checkpointer).iter_events(_agent_input(input), config, context)
+
+    @_AgentMethod
+    async def astream_events(
+        self,
+        input: Any,
+        config: Config | None = None,
+        *,
+        context: Any = None,
+        checkpointer: Checkpointer | None = None,
+    ) -> AsyncIterator[Envelope]:
+        """Async `iter_events`."""
+        async for envelope in self.graph(checkpointer).astream_events(
+            _agent_input(input), config, context
+        ):
+            yield envelope
+
+    @_AgentMethod
+    def get_state(
+        self, config: Config, *, subgraphs: bool = False, checkpointer: Checkpointer | None = None
+    ) -> StateSnapshot:
+        """The thread's latest state (see `CompiledGraph.get_state`)."""
+        return self.graph(checkpointer).get_state(config, subgraphs=subgraphs)
+
+
+def _agent_input(value: Any) -> Any:
+    """Input with its messages as `Message`s (dicts and strs are accepted too)."""
+    if isinstance(value, Mapping) and not isinstance(value, Command) and MESSAGES in value:
+        return {**value, MESSAGES: as_messages(value[MESSAGES])}
+    return value
+
+
+__all__ = ["Agent", "ToolLike"]

@@ -1,0 +1,63 @@
+"""The agent's state: a `messages` list that only grows, and questions asked of it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from beamweaver_core.agent.messages import Message, ToolCall
+
+MESSAGES = "messages"
+
+
+def as_message(value: Message | Mapping[str, Any] | str) -> Message:
+    """A `Message` from a message, its dict form (`{"role", "content", ...}`), or a str
+    (a user message): so JSON input from a command line or a form works as is."""
+    if isinstance(value, Message):
+        return value
+    if isinstance(value, str):
+        return Message.user(value)
+    if isinstance(value, Mapping):
+        return Message.from_dict(value)
+    raise TypeError(f"{value!r} is not a message: pass a Message, a message dict or a str.")
+
+
+def as_messages(value: Message | Iterable[Message | Mapping[str, Any] | str]) -> list[Message]:
+    """A list of messages from one message or several (see `as_message`)."""
+    if isinstance(value, Message | str | Mapping):
+        return [as_message(value)]
+    return [as_message(item) for item in value]
+
+
+def append_messages(existing: Sequence[Message], update: Any) -> list[Message]:
+    """The reducer of `messages`: new messages are appended."""
+    return [*existing, *as_messages(update)]
+
+
+def last_assistant(messages: Sequence[Message]) -> Message | None:
+    """The latest assistant message, if any."""
+    for message in reversed(messages):
+        if message.role == "assistant":
+            return message
+    return None
+
+
+def pending_tool_calls(messages: Sequence[Message]) -> list[ToolCall]:
+    """The tool calls of the latest assistant message that have no tool result yet."""
+    answered: set[str] = set()
+    for message in reversed(messages):
+        if message.role == "assistant":
+            return [call for call in message.tool_calls if call.id not in answered]
+        if message.role == "tool" and message.tool_call_id is not None:
+            answered.add(message.tool_call_id)
+    return []
+
+
+__all__ = [
+    "MESSAGES",
+    "append_messages",
+    "as_message",
+    "as_messages",
+    "last_assistant",
+    "pending_tool_calls",
+]

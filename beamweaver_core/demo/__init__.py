@@ -1,0 +1,1 @@
+"""The demo operations assistant: an agent with reviewed tools over an in-memory back office."""
