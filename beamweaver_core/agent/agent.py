@@ -141,7 +141,7 @@ class Agent:
             interrupt_after=interrupt_after,
             name=name,
         )
-        agent.graph()
+        agent.graph_for()
         return agent
 
     @classmethod
@@ -194,7 +194,7 @@ class Agent:
         )
 
     @_AgentMethod
-    def graph(self, checkpointer: Checkpointer | None = None) -> CompiledGraph:
+    def graph_for(self, checkpointer: Checkpointer | None = None) -> CompiledGraph:
         """The compiled graph, saving to `checkpointer` (default: the agent's own)."""
         with self._lock:
             if self._compiled is None:
@@ -220,7 +220,7 @@ class Agent:
         checkpointer: Checkpointer | None = None,
     ) -> RunResult:
         """Run the agent on `input` (`{"messages": [...]}`); `Completed` or `Interrupted`."""
-        return self.graph(checkpointer).invoke(_agent_input(input), config, context)
+        return self.graph_for(checkpointer).invoke(_agent_input(input), config, context)
 
     @_AgentMethod
     def resume(
@@ -232,7 +232,7 @@ class Agent:
         checkpointer: Checkpointer | None = None,
     ) -> RunResult:
         """Answer the pending interrupt(s): for a tool review, `{"decisions": [...]}`."""
-        return self.graph(checkpointer).resume(value, config, context)
+        return self.graph_for(checkpointer).resume(value, config, context)
 
     @_AgentMethod
     def resume_review(
@@ -248,7 +248,7 @@ class Agent:
         answer: Any = {"decisions": list(decisions)}
         if interrupt_id is not None:
             answer = {interrupt_id: answer}
-        return self.graph(checkpointer).resume(answer, config, context)
+        return self.graph_for(checkpointer).resume(answer, config, context)
 
     @_AgentMethod
     async def ainvoke(
@@ -260,7 +260,7 @@ class Agent:
         checkpointer: Checkpointer | None = None,
     ) -> RunResult:
         """Async `invoke`."""
-        return await self.graph(checkpointer).ainvoke(_agent_input(input), config, context)
+        return await self.graph_for(checkpointer).ainvoke(_agent_input(input), config, context)
 
     @_AgentMethod
     async def aresume(
@@ -272,7 +272,7 @@ class Agent:
         checkpointer: Checkpointer | None = None,
     ) -> RunResult:
         """Async `resume`."""
-        return await self.graph(checkpointer).aresume(value, config, context)
+        return await self.graph_for(checkpointer).aresume(value, config, context)
 
     @_AgentMethod
     def stream_events(
@@ -286,7 +286,7 @@ class Agent:
         """Run like `invoke`; the result's `.events` holds every `Envelope` up to the end
         or the pause (including `model.delta`, `tool.started` and `tool.finished`). Pass
         `Command(resume=...)` as `input` to stream a resumed run."""
-        return self.graph(checkpointer).stream_events(_agent_input(input), config, context)
+        return self.graph_for(checkpointer).stream_events(_agent_input(input), config, context)
 
     @_AgentMethod
     def iter_events(
@@ -299,7 +299,7 @@ class Agent:
     ) -> Iterator[Envelope]:
         """Yield envelopes live; the last one is `run.completed`, `run.interrupted` or
         `run.failed` and carries the result."""
-        return self.graph(checkpointer).iter_events(_agent_input(input), config, context)
+        return self.graph_for(checkpointer).iter_events(_agent_input(input), config, context)
 
     @_AgentMethod
     async def astream_events(
@@ -311,7 +311,7 @@ class Agent:
         checkpointer: Checkpointer | None = None,
     ) -> AsyncIterator[Envelope]:
         """Async `iter_events`."""
-        async for envelope in self.graph(checkpointer).astream_events(
+        async for envelope in self.graph_for(checkpointer).astream_events(
             _agent_input(input), config, context
         ):
             yield envelope
@@ -321,7 +321,7 @@ class Agent:
         self, config: Config, *, subgraphs: bool = False, checkpointer: Checkpointer | None = None
     ) -> StateSnapshot:
         """The thread's latest state (see `CompiledGraph.get_state`)."""
-        return self.graph(checkpointer).get_state(config, subgraphs=subgraphs)
+        return self.graph_for(checkpointer).get_state(config, subgraphs=subgraphs)
 
 
 def _agent_input(value: Any) -> Any:

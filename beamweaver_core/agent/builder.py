@@ -33,6 +33,7 @@ from beamweaver_core.agent.state import (
     append_messages,
     last_assistant,
     pending_tool_calls,
+    with_messages,
 )
 from beamweaver_core.agent.tools import Tool, ToolRuntime
 from beamweaver_core.graph import END, START, CompiledGraph, Graph, Runtime, Send
@@ -118,7 +119,7 @@ def _hook_node(
     hook: Callable[[Mapping[str, Any], Runtime], Any],
 ) -> Callable[[Mapping[str, Any], Runtime], Any]:
     def run_hook(state: Mapping[str, Any], runtime: Runtime) -> Any:
-        return hook(state, runtime)
+        return hook(with_messages(state), runtime)
 
     return run_hook
 
@@ -163,6 +164,7 @@ def _model_node(
     )
 
     def model(state: Mapping[str, Any], runtime: Runtime) -> dict[str, Any]:
+        state = with_messages(state)
         request = ModelRequest(
             model=spec.model,
             messages=tuple(state.get(MESSAGES) or ()),

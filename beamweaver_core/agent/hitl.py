@@ -146,7 +146,8 @@ class HumanInTheLoop(Middleware):
     `interrupt_on` maps tool names to `True` (decisions approve, edit, reject, respond),
     `False` (no review) or a dict with `allowed_decisions`, `when` / `predicate` (callable
     of `(call)`, `(call, state)` or `(call, state, runtime)`: review only when it returns
-    true; it runs again on resume, so keep it deterministic), `description` (str, or
+    true; the node runs again on resume, so it must decide the same way then: a predicate
+    reading `runtime.context` needs the same context on resume), `description` (str, or
     callable of `(call, state)` / `(call, state, runtime)`) and `args_schema` (validates
     edited arguments). Callables receive the call as `{"id", "name", "args"}`.
     `tools` supplies argument schemas for tools without an `args_schema` of their own.

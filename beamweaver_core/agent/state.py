@@ -29,9 +29,23 @@ def as_messages(value: Message | Iterable[Message | Mapping[str, Any] | str]) ->
     return [as_message(item) for item in value]
 
 
-def append_messages(existing: Sequence[Message], update: Any) -> list[Message]:
-    """The reducer of `messages`: new messages are appended."""
-    return [*existing, *as_messages(update)]
+def append_messages(existing: Any, update: Any) -> list[Message]:
+    """The reducer of `messages`: new messages are appended.
+
+    The engine stores a key's first value as given, so graph input may hold messages in
+    their dict form; the first append turns them into `Message`s too.
+    """
+    return [*as_messages(existing), *as_messages(update)]
+
+
+def with_messages(state: Mapping[str, Any]) -> Mapping[str, Any]:
+    """`state` with its messages as `Message`s (see `append_messages`)."""
+    messages = state.get(MESSAGES)
+    if messages is None or (
+        isinstance(messages, list) and all(isinstance(m, Message) for m in messages)
+    ):
+        return state
+    return {**state, MESSAGES: as_messages(messages)}
 
 
 def last_assistant(messages: Sequence[Message]) -> Message | None:
@@ -60,4 +74,5 @@ __all__ = [
     "as_messages",
     "last_assistant",
     "pending_tool_calls",
+    "with_messages",
 ]

@@ -117,7 +117,7 @@ def task_tool(
                 system_prompt=sub.system_prompt,
                 name=sub.name,
             )
-            graphs[sub.name] = agent.graph()
+            graphs[sub.name] = agent.graph_for()
         elif isinstance(sub, CompiledSubagent):
             graphs[sub.name] = _as_graph(sub.agent)
         else:
@@ -129,7 +129,7 @@ def task_tool(
 def _as_graph(agent: Agent | type[Agent] | CompiledGraph) -> CompiledGraph:
     if isinstance(agent, CompiledGraph):
         return agent
-    graph: Callable[[], CompiledGraph] = agent.graph
+    graph: Callable[[], CompiledGraph] = agent.graph_for
     return graph()
 
 

@@ -25,7 +25,11 @@ from beamweaver_core.agent.schema import (
     function_schema,
     schema_problems,
 )
-from beamweaver_core.exceptions import InvalidDecisionError
+from beamweaver_core.exceptions import (
+    CheckpointerRequiredError,
+    InvalidDecisionError,
+    ThreadBusyError,
+)
 from beamweaver_core.graph.tasks import run_coroutine_blocking
 from beamweaver_core.llm.base import ToolSpec
 
@@ -33,6 +37,11 @@ if TYPE_CHECKING:
     from beamweaver_core.graph.runtime import Runtime
 
 logger = logging.getLogger(__name__)
+
+_RUN_ERRORS = (InvalidDecisionError, ThreadBusyError, CheckpointerRequiredError)
+"""Errors about the run rather than the tool's work; they fail the task instead of
+becoming a tool message. An invalid review answer inside a nested agent must stay
+unconsumed; a run that lost its thread or cannot pause must stop."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,9 +148,7 @@ class Tool:
             result = self.run(args, runtime)
             if inspect.isawaitable(result):
                 result = run_coroutine_blocking(result)
-        except InvalidDecisionError:
-            # A review answer inside a nested agent was invalid: the answer must stay
-            # unconsumed, so the whole task has to fail, not report a tool error.
+        except _RUN_ERRORS:
             raise
         except Exception as exc:
             if not self.handle_errors:

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
 
-from beamweaver_core.agent import Agent, Message, tool
+from beamweaver_core.agent import Agent, Message, Middleware, tool
 from beamweaver_core.checkpoint import MemoryCheckpointer, serde
 from beamweaver_core.exceptions import GraphDefinitionError
-from beamweaver_core.graph import Completed, Interrupted
+from beamweaver_core.graph import Completed, Interrupted, Runtime
 from beamweaver_core.llm import ScriptedChatModel
 from tests.agent.support import Toolbox, ai, call, result
 
@@ -60,7 +61,7 @@ def test_graph_nodes() -> None:
     agent = Agent.build(
         model=ScriptedChatModel([]), tools=[box.remove_file], interrupt_on={"remove_file": True}
     )
-    assert set(agent.graph().nodes) == {"model", "tools", "HumanInTheLoop.after_model"}
+    assert set(agent.graph_for().nodes) == {"model", "tools", "HumanInTheLoop.after_model"}
 
 
 def test_parallel_tool_calls_run_concurrently() -> None:
@@ -158,9 +159,9 @@ def test_module_style_agent_class_and_instances(checkpointer: MemoryCheckpointer
     )
     assert isinstance(first, Completed)
     assert first.state["messages"][0] == Message.user("read x")
-    assert Reader.graph(checkpointer) is Reader.graph(checkpointer)
-    assert Reader.graph(MemoryCheckpointer()) is not Reader.graph(checkpointer)
-    assert Reader.graph().name == "Reader"
+    assert Reader.graph_for(checkpointer) is Reader.graph_for(checkpointer)
+    assert Reader.graph_for(MemoryCheckpointer()) is not Reader.graph_for(checkpointer)
+    assert Reader.graph_for().name == "Reader"
     assert Reader.default() is Reader.default()
     assert isinstance(Reader.default(), Reader)
 
@@ -169,7 +170,7 @@ def test_module_style_agent_class_and_instances(checkpointer: MemoryCheckpointer
         other.ainvoke({"messages": ["read x"]}, {"configurable": {"thread_id": "b"}})
     )
     assert isinstance(second, Completed)
-    assert other.graph().name == "reader-2"
+    assert other.graph_for().name == "reader-2"
     assert other.get_state({"configurable": {"thread_id": "b"}}).values == second.state
 
 
@@ -199,3 +200,26 @@ def test_build_errors() -> None:
         Agent.build(model=ScriptedChatModel([]), interrupt_before=["modle"])
     with pytest.raises(TypeError, match="Unknown agent option"):
         Agent(modle=ScriptedChatModel([]))
+
+
+def test_the_graph_accepts_message_dicts_as_input(
+    checkpointer: MemoryCheckpointer, config: dict[str, Any]
+) -> None:
+    """Workers and commands run `graph_for(checkpointer)` on JSON input directly: message
+    dicts are seen as `Message`s by hooks and the model, and stored as such."""
+    seen: list[Any] = []
+
+    class Peek(Middleware):
+        def before_model(self, state: Mapping[str, Any], runtime: Runtime) -> None:
+            seen.append(state["messages"][0])
+
+    model = ScriptedChatModel([Message.assistant("hi")])
+    agent = Agent.build(model=model, middleware=[Peek()], checkpointer=checkpointer)
+
+    done = agent.graph_for().invoke({"messages": [{"role": "user", "content": "hello"}]}, config)
+
+    assert isinstance(done, Completed)
+    assert done.state["messages"] == [Message.user("hello"), Message.assistant("hi")]
+    assert seen == [Message.user("hello")]
+    assert model.calls == [(Message.user("hello"),)]
+    assert agent.get_state(config).values == done.state

@@ -46,7 +46,7 @@ def test_registered_in_settings_as_a_module_style_agent() -> None:
     module, _, attribute = target.partition(":")
     assert getattr(importlib.import_module(module), attribute) is OpsAssistant
     assert issubclass(OpsAssistant, Agent)
-    assert OpsAssistant.graph().name == "OpsAssistant"
+    assert OpsAssistant.graph_for().name == "OpsAssistant"
 
 
 def test_large_refund_waits_for_review_and_runs_once(

@@ -90,7 +90,7 @@ def test_hook_order_matches_langchain() -> None:
         "B.after_model", "A.after_model",
         "B.after_agent", "A.after_agent",
     ]  # fmt: skip
-    assert set(agent.graph().nodes) == {
+    assert set(agent.graph_for().nodes) == {
         "model",
         "tools",
         *(
@@ -107,7 +107,7 @@ def test_only_implemented_hooks_become_nodes() -> None:
             return None
 
     agent = Agent.build(model=ScriptedChatModel([]), middleware=[Audit()])
-    assert set(agent.graph().nodes) == {"model", "tools", "Audit.after_agent"}
+    assert set(agent.graph_for().nodes) == {"model", "tools", "Audit.after_agent"}
 
 
 def test_middleware_names_must_be_unique() -> None:

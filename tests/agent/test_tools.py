@@ -10,7 +10,8 @@ import pytest
 from beamweaver_core.agent import Agent, Message, Tool, ToolRuntime, tool
 from beamweaver_core.agent.tools import idempotency_key
 from beamweaver_core.checkpoint import MemoryCheckpointer
-from beamweaver_core.graph import Completed
+from beamweaver_core.exceptions import CheckpointerRequiredError
+from beamweaver_core.graph import Completed, interrupt
 from beamweaver_core.llm import ScriptedChatModel
 from tests.agent.support import ai, call, result
 
@@ -307,3 +308,20 @@ def test_the_tool_runtime(checkpointer: MemoryCheckpointer) -> None:
     assert idempotency_key("t", "", call("a", "f", x=1, y=2)) == idempotency_key(
         "t", "", call("a", "f", y=2, x=1)
     )
+
+
+def test_interrupt_in_a_tool_without_checkpointer_fails_the_run() -> None:
+    """Errors about the run itself are not turned into tool messages."""
+
+    @tool
+    def ask() -> str:
+        """Ask a human."""
+        return str(interrupt("Proceed?"))
+
+    agent = Agent.build(
+        model=ScriptedChatModel([ai(call("a1", "ask")), Message.assistant("end")]), tools=[ask]
+    )
+    with pytest.raises(
+        CheckpointerRequiredError, match="called interrupt\\(\\), but the graph has no checkpointer"
+    ):
+        agent.invoke({"messages": [Message.user("go")]})
