@@ -10,4 +10,11 @@ class BeamWeaverCoreConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from django.db import connections
+
         from beamweaver_core import checks  # noqa: F401  (registers the system checks)
+        from beamweaver_core.graph.tasks import register_thread_cleanup
+
+        # Graph tasks run on pooled threads; one that used the database (a nested graph's
+        # checkpoints, a tool) gives its connection back to the pool when it finishes.
+        register_thread_cleanup(connections.close_all)

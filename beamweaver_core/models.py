@@ -21,6 +21,8 @@ from django.db import models
 from django.db.models.functions import Now
 from django.utils import timezone
 
+from beamweaver_core.fields import ExactJSONField
+
 
 class Thread(models.Model):
     """A conversation or job whose state is kept between runs (the `thread_id`)."""
@@ -176,8 +178,8 @@ class Run(models.Model):
     graph = models.CharField(max_length=200)
     kind = models.CharField(max_length=8, choices=Kind, default=Kind.START)
     status = models.CharField(max_length=16, choices=Status, default=Status.QUEUED)
-    input = models.JSONField(null=True, blank=True, help_text="The input, or the resume payload.")
-    result = models.JSONField(null=True, blank=True)
+    input = ExactJSONField(null=True, blank=True, help_text="The input, or the resume payload.")
+    result = ExactJSONField(null=True, blank=True)
     error = models.TextField(blank=True, default="")
     lease_owner = models.CharField(max_length=255, blank=True, default="")
     lease_expires_at = models.DateTimeField(null=True, blank=True)
@@ -198,10 +200,16 @@ class Run(models.Model):
     class Meta:
         db_table = "bw_run"
         constraints = [
+            # One writer per thread; and one queued run, which later answers join.
             models.UniqueConstraint(
                 fields=["thread"],
-                condition=models.Q(status__in=["queued", "running"]),
-                name="bw_run_one_active_per_thread",
+                condition=models.Q(status="running"),
+                name="bw_run_one_running_per_thread",
+            ),
+            models.UniqueConstraint(
+                fields=["thread"],
+                condition=models.Q(status="queued"),
+                name="bw_run_one_queued_per_thread",
             ),
         ]
         indexes = [models.Index(fields=["status", "created_at"], name="bw_run_claim_idx")]
@@ -209,3 +217,28 @@ class Run(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} {self.graph} on {self.thread_id} ({self.status})"
+
+
+class RunEvent(models.Model):
+    """An event a run emitted (node finished, interrupted, ...), kept so a page that missed
+    live pushes can replay them. Token-by-token model deltas are not kept."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="events", db_index=False)
+    thread = models.ForeignKey(
+        Thread, on_delete=models.CASCADE, related_name="events", db_index=False
+    )
+    seq = models.IntegerField()
+    event = models.CharField(max_length=100)
+    node = models.CharField(max_length=200, blank=True, default="")
+    ns = models.TextField(blank=True, default="")
+    data = models.JSONField(null=True, blank=True)
+    created_at = models.DateTimeField()
+
+    class Meta:
+        db_table = "bw_run_event"
+        constraints = [models.UniqueConstraint(fields=["run", "seq"], name="bw_run_event_run_seq")]
+        indexes = [models.Index(fields=["thread", "created_at"], name="bw_run_event_thread_idx")]
+        ordering = ["created_at", "seq"]
+
+    def __str__(self) -> str:
+        return f"{self.event} #{self.seq} of run {self.run_id}"

@@ -142,7 +142,7 @@ _default_db["OPTIONS"].setdefault(
     "pool",
     {
         "min_size": 1,
-        "max_size": int(os.environ.get("BEAMWEAVER_DB_POOL_SIZE", "20")),
+        "max_size": int(os.environ.get("BEAMWEAVER_DB_POOL_SIZE", "40")),
         "timeout": float(os.environ.get("BEAMWEAVER_DB_POOL_TIMEOUT", "10")),
     },
 )

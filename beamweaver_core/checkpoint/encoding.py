@@ -114,7 +114,9 @@ def encode_checkpoint(new: NewCheckpoint) -> EncodedCheckpoint:
         delta = new.deltas.get(key)
         if delta is not None:
             base_version, prefix = delta
-            appended = serde.to_jsonable(value[prefix:], (key,))
+            appended = [
+                serde.to_jsonable(item, (key, prefix + i)) for i, item in enumerate(value[prefix:])
+            ]
             blobs.append((key, cp.seq, _dump({"b": base_version, "a": appended})))
         else:
             blobs.append((key, cp.seq, _dump({"f": serde.to_jsonable(value, (key,))})))

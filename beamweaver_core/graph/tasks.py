@@ -255,7 +255,7 @@ class TaskRunner:
             elif spec.is_async:
                 result = await spec.call(arg, scope.runtime)
             else:
-                result = await asyncio.to_thread(spec.call, arg, scope.runtime)
+                result = await asyncio.to_thread(_cleaned(lambda: spec.call(arg, scope.runtime)))
             outcome = self._finish(task, scope, result)
         except (Exception, GraphInterrupt, ParentCommand) as exc:
             outcome = self._fail(task, scope, exc)
@@ -300,10 +300,35 @@ def shared_pool() -> concurrent.futures.ThreadPoolExecutor:
     return _pool
 
 
+_thread_cleanups: list[Callable[[], None]] = []
+
+
+def register_thread_cleanup(fn: Callable[[], None]) -> None:
+    """Run `fn` on a worker thread after each task it ran (e.g. give back a pooled
+    database connection the task's thread checked out)."""
+    if fn not in _thread_cleanups:
+        _thread_cleanups.append(fn)
+
+
+def _cleaned(call: Callable[[], Any]) -> Callable[[], Any]:
+    if not _thread_cleanups:
+        return call
+
+    def run() -> Any:
+        try:
+            return call()
+        finally:
+            for cleanup in _thread_cleanups:
+                cleanup()
+
+    return run
+
+
 def run_concurrently(calls: Sequence[Callable[[], TaskOutcome]]) -> list[TaskOutcome]:
     """Run task calls on worker threads (each with a copy of the caller's context)."""
     if len(calls) == 1:
         return [calls[0]()]
+    calls = [_cleaned(c) for c in calls]
     if getattr(_in_pool, "active", False):
         # A nested graph inside a pooled task: a private pool, so a full shared pool
         # can never wait on itself.
@@ -330,4 +355,11 @@ async def _await(awaitable: Awaitable[Any]) -> Any:
     return await awaitable
 
 
-__all__ = ["TaskOutcome", "TaskRunner", "apply_writes", "read_update", "run_concurrently"]
+__all__ = [
+    "TaskOutcome",
+    "TaskRunner",
+    "apply_writes",
+    "read_update",
+    "register_thread_cleanup",
+    "run_concurrently",
+]

@@ -10,7 +10,6 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
@@ -19,97 +18,254 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.CreateModel(
-            name='Thread',
+            name="Thread",
             fields=[
-                ('id', models.CharField(max_length=255, primary_key=True, serialize=False)),
-                ('graph', models.CharField(blank=True, db_default='', db_index=True, default='', max_length=200)),
-                ('status', models.CharField(choices=[('idle', 'Idle'), ('running', 'Running'), ('interrupted', 'Interrupted'), ('completed', 'Completed'), ('failed', 'Failed'), ('cancelled', 'Cancelled')], db_default='idle', default='idle', max_length=16)),
-                ('metadata', models.JSONField(blank=True, db_default={}, default=dict)),
-                ('created_at', models.DateTimeField(db_default=django.db.models.functions.datetime.Now(), default=django.utils.timezone.now, editable=False)),
-                ('updated_at', models.DateTimeField(auto_now=True, db_default=django.db.models.functions.datetime.Now())),
+                ("id", models.CharField(max_length=255, primary_key=True, serialize=False)),
+                (
+                    "graph",
+                    models.CharField(
+                        blank=True, db_default="", db_index=True, default="", max_length=200
+                    ),
+                ),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("idle", "Idle"),
+                            ("running", "Running"),
+                            ("interrupted", "Interrupted"),
+                            ("completed", "Completed"),
+                            ("failed", "Failed"),
+                            ("cancelled", "Cancelled"),
+                        ],
+                        db_default="idle",
+                        default="idle",
+                        max_length=16,
+                    ),
+                ),
+                ("metadata", models.JSONField(blank=True, db_default={}, default=dict)),
+                (
+                    "created_at",
+                    models.DateTimeField(
+                        db_default=django.db.models.functions.datetime.Now(),
+                        default=django.utils.timezone.now,
+                        editable=False,
+                    ),
+                ),
+                (
+                    "updated_at",
+                    models.DateTimeField(
+                        auto_now=True, db_default=django.db.models.functions.datetime.Now()
+                    ),
+                ),
             ],
             options={
-                'db_table': 'bw_thread',
-                'ordering': ['-updated_at'],
+                "db_table": "bw_thread",
+                "ordering": ["-updated_at"],
             },
         ),
         migrations.CreateModel(
-            name='Run',
+            name="Run",
             fields=[
-                ('id', models.UUIDField(default=uuid.uuid4, editable=False, primary_key=True, serialize=False)),
-                ('graph', models.CharField(max_length=200)),
-                ('kind', models.CharField(choices=[('start', 'Start'), ('resume', 'Resume')], default='start', max_length=8)),
-                ('status', models.CharField(choices=[('queued', 'Queued'), ('running', 'Running'), ('interrupted', 'Interrupted'), ('succeeded', 'Succeeded'), ('failed', 'Failed'), ('cancelled', 'Cancelled')], default='queued', max_length=16)),
-                ('input', models.JSONField(blank=True, help_text='The input, or the resume payload.', null=True)),
-                ('result', models.JSONField(blank=True, null=True)),
-                ('error', models.TextField(blank=True, default='')),
-                ('lease_owner', models.CharField(blank=True, default='', max_length=255)),
-                ('lease_expires_at', models.DateTimeField(blank=True, null=True)),
-                ('fencing_token', models.BigIntegerField(default=0)),
-                ('attempts', models.IntegerField(default=0)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('started_at', models.DateTimeField(blank=True, null=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='beamweaver_runs', to=settings.AUTH_USER_MODEL)),
-                ('thread', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='runs', to='beamweaver_core.thread')),
+                (
+                    "id",
+                    models.UUIDField(
+                        default=uuid.uuid4, editable=False, primary_key=True, serialize=False
+                    ),
+                ),
+                ("graph", models.CharField(max_length=200)),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[("start", "Start"), ("resume", "Resume")],
+                        default="start",
+                        max_length=8,
+                    ),
+                ),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("queued", "Queued"),
+                            ("running", "Running"),
+                            ("interrupted", "Interrupted"),
+                            ("succeeded", "Succeeded"),
+                            ("failed", "Failed"),
+                            ("cancelled", "Cancelled"),
+                        ],
+                        default="queued",
+                        max_length=16,
+                    ),
+                ),
+                (
+                    "input",
+                    models.JSONField(
+                        blank=True, help_text="The input, or the resume payload.", null=True
+                    ),
+                ),
+                ("result", models.JSONField(blank=True, null=True)),
+                ("error", models.TextField(blank=True, default="")),
+                ("lease_owner", models.CharField(blank=True, default="", max_length=255)),
+                ("lease_expires_at", models.DateTimeField(blank=True, null=True)),
+                ("fencing_token", models.BigIntegerField(default=0)),
+                ("attempts", models.IntegerField(default=0)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("started_at", models.DateTimeField(blank=True, null=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="beamweaver_runs",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "thread",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="runs",
+                        to="beamweaver_core.thread",
+                    ),
+                ),
             ],
             options={
-                'db_table': 'bw_run',
-                'ordering': ['-created_at'],
-                'indexes': [models.Index(fields=['status', 'created_at'], name='bw_run_claim_idx')],
-                'constraints': [models.UniqueConstraint(condition=models.Q(('status__in', ['queued', 'running'])), fields=('thread',), name='bw_run_one_active_per_thread')],
+                "db_table": "bw_run",
+                "ordering": ["-created_at"],
+                "indexes": [models.Index(fields=["status", "created_at"], name="bw_run_claim_idx")],
+                "constraints": [
+                    models.UniqueConstraint(
+                        condition=models.Q(("status__in", ["queued", "running"])),
+                        fields=("thread",),
+                        name="bw_run_one_active_per_thread",
+                    )
+                ],
             },
         ),
         migrations.CreateModel(
-            name='CheckpointWrite',
+            name="CheckpointWrite",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('ns', models.TextField(blank=True, default='')),
-                ('checkpoint_id', models.CharField(max_length=32)),
-                ('task_id', models.TextField()),
-                ('record', models.TextField(help_text='JSON: the encoded TaskRecord.')),
-                ('thread', models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='checkpoint_writes', to='beamweaver_core.thread')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("ns", models.TextField(blank=True, default="")),
+                ("checkpoint_id", models.CharField(max_length=32)),
+                ("task_id", models.TextField()),
+                ("record", models.TextField(help_text="JSON: the encoded TaskRecord.")),
+                (
+                    "thread",
+                    models.ForeignKey(
+                        db_index=False,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="checkpoint_writes",
+                        to="beamweaver_core.thread",
+                    ),
+                ),
             ],
             options={
-                'db_table': 'bw_checkpoint_write',
-                'constraints': [models.UniqueConstraint(fields=('thread', 'ns', 'checkpoint_id', 'task_id'), name='bw_checkpoint_write_unique')],
+                "db_table": "bw_checkpoint_write",
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("thread", "ns", "checkpoint_id", "task_id"),
+                        name="bw_checkpoint_write_unique",
+                    )
+                ],
             },
         ),
         migrations.CreateModel(
-            name='CheckpointBlob',
+            name="CheckpointBlob",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('ns', models.TextField(blank=True, default='')),
-                ('channel', models.TextField()),
-                ('version', models.IntegerField()),
-                ('blob', models.TextField()),
-                ('thread', models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='checkpoint_blobs', to='beamweaver_core.thread')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("ns", models.TextField(blank=True, default="")),
+                ("channel", models.TextField()),
+                ("version", models.IntegerField()),
+                ("blob", models.TextField()),
+                (
+                    "thread",
+                    models.ForeignKey(
+                        db_index=False,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="checkpoint_blobs",
+                        to="beamweaver_core.thread",
+                    ),
+                ),
             ],
             options={
-                'db_table': 'bw_checkpoint_blob',
-                'constraints': [models.UniqueConstraint(fields=('thread', 'ns', 'channel', 'version'), name='bw_checkpoint_blob_unique')],
+                "db_table": "bw_checkpoint_blob",
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("thread", "ns", "channel", "version"),
+                        name="bw_checkpoint_blob_unique",
+                    )
+                ],
             },
         ),
         migrations.CreateModel(
-            name='Checkpoint',
+            name="Checkpoint",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('ns', models.TextField(blank=True, default='')),
-                ('checkpoint_id', models.CharField(max_length=32)),
-                ('seq', models.IntegerField()),
-                ('step', models.IntegerField()),
-                ('parent_id', models.CharField(blank=True, max_length=32, null=True)),
-                ('source', models.CharField(choices=[('input', 'Input'), ('loop', 'Loop'), ('update', 'Update'), ('fork', 'Fork')], max_length=8)),
-                ('created_at', models.DateTimeField()),
-                ('document', models.TextField(help_text='JSON: inline values, channel versions, next tasks.')),
-                ('metadata', models.TextField(default='{}', help_text='JSON.')),
-                ('thread', models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='checkpoints', to='beamweaver_core.thread')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("ns", models.TextField(blank=True, default="")),
+                ("checkpoint_id", models.CharField(max_length=32)),
+                ("seq", models.IntegerField()),
+                ("step", models.IntegerField()),
+                ("parent_id", models.CharField(blank=True, max_length=32, null=True)),
+                (
+                    "source",
+                    models.CharField(
+                        choices=[
+                            ("input", "Input"),
+                            ("loop", "Loop"),
+                            ("update", "Update"),
+                            ("fork", "Fork"),
+                        ],
+                        max_length=8,
+                    ),
+                ),
+                ("created_at", models.DateTimeField()),
+                (
+                    "document",
+                    models.TextField(
+                        help_text="JSON: inline values, channel versions, next tasks."
+                    ),
+                ),
+                ("metadata", models.TextField(default="{}", help_text="JSON.")),
+                (
+                    "thread",
+                    models.ForeignKey(
+                        db_index=False,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="checkpoints",
+                        to="beamweaver_core.thread",
+                    ),
+                ),
             ],
             options={
-                'db_table': 'bw_checkpoint',
-                'ordering': ['thread', 'ns', '-seq'],
-                'constraints': [models.UniqueConstraint(fields=('thread', 'ns', 'seq'), name='bw_checkpoint_one_per_seq'), models.UniqueConstraint(fields=('thread', 'ns', 'checkpoint_id'), name='bw_checkpoint_unique_id')],
+                "db_table": "bw_checkpoint",
+                "ordering": ["thread", "ns", "-seq"],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("thread", "ns", "seq"), name="bw_checkpoint_one_per_seq"
+                    ),
+                    models.UniqueConstraint(
+                        fields=("thread", "ns", "checkpoint_id"), name="bw_checkpoint_unique_id"
+                    ),
+                ],
             },
         ),
     ]

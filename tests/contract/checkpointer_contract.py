@@ -368,3 +368,25 @@ class CheckpointerContract:
             paused.interrupt.id
             == graph.get_state(cfg(thread, checkpoint_id=paused_at)).interrupts[0].id
         )
+
+    def test_an_unstorable_appended_item_is_named_by_its_index(
+        self, checkpointer: Checkpointer, thread: str
+    ) -> None:
+        graph = (
+            Graph()
+            .add_reducer("messages", operator.add)
+            .add_node(
+                "say",
+                lambda s: {
+                    "messages": [{"text": "ok"}]
+                    if len(s["messages"]) < 2
+                    else [{"text": "bad\x00"}]
+                },
+            )
+            .add_edge(START, "say")
+            .compile(checkpointer=checkpointer)
+        )
+        graph.invoke({"messages": []}, cfg(thread))
+        graph.invoke({"messages": []}, cfg(thread))
+        with pytest.raises(TypeError, match=r"state path 'messages\[2\]\.text'"):
+            graph.invoke({"messages": []}, cfg(thread))

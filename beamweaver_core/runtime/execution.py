@@ -1,0 +1,156 @@
+"""Executing one claimed run: the registered graph, a fenced checkpointer, live events.
+
+A retried run (its worker died) continues from what earlier attempts saved instead of
+starting over: a start run whose input checkpoint exists continues, a resume run drops the
+answers its earlier attempt already delivered. The outcome, the thread's status and the
+review items of a pause (through `run_paused`) are written in one transaction, and only
+if the run is still ours.
+"""
+
+from __future__ import annotations
+
+import logging
+import traceback
+from typing import Any
+
+from django.db import connections, transaction
+from django.utils import timezone
+
+from beamweaver_core.checkpoint.postgres import PostgresCheckpointer
+from beamweaver_core.exceptions import BeamWeaverError, StaleWriterError
+from beamweaver_core.graph.compiled import CompiledGraph
+from beamweaver_core.models import Run, Thread
+from beamweaver_core.redaction import redact_text
+from beamweaver_core.runtime import registry
+from beamweaver_core.runtime.events import RunRecorder, to_display
+from beamweaver_core.runtime.groups import thread_group
+from beamweaver_core.runtime.publish import group_send
+from beamweaver_core.runtime.queue import Claim, finish_run
+from beamweaver_core.runtime.signals import run_finished, run_paused
+from beamweaver_core.types import Completed, Interrupted, RunResult
+
+logger = logging.getLogger(__name__)
+
+
+class _LostRun(Exception):
+    """The run is no longer ours (lease taken over, or cancelled)."""
+
+
+def execute(claim: Claim, *, using: str = "default") -> str:
+    """Run the claimed run to its next pause or end; returns the status recorded
+    (`"lost"` if another worker or an operator took the run away meanwhile)."""
+    run_id = str(claim.run_id)
+    recorder = RunRecorder(run_id, claim.thread_id)
+    checkpointer = PostgresCheckpointer(using).fenced(
+        claim.run_id, claim.token, on_write=recorder.store
+    )
+    config: dict[str, Any] = {"configurable": {"thread_id": claim.thread_id}, "run_id": run_id}
+    ours = Run.objects.using(using).filter(
+        id=claim.run_id, fencing_token=claim.token, status=Run.Status.RUNNING
+    )
+    Thread.objects.using(using).filter(id=claim.thread_id, runs__in=ours).update(
+        status=Thread.Status.RUNNING, updated_at=timezone.now()
+    )
+    group_send(
+        thread_group(claim.thread_id),
+        {"type": "run.status", "thread_id": claim.thread_id, "run_id": run_id, "status": "running"},
+    )
+    error = ""
+    result: RunResult | None = None
+    try:
+        graph = registry.compiled_graph(claim.graph, checkpointer)
+        result = _advance(graph, claim, config, recorder)
+    except StaleWriterError:
+        logger.warning("Run %s lost its lease or was cancelled; another owner continues it", run_id)
+        return "lost"
+    except BeamWeaverError as exc:
+        error = redact_text(f"{type(exc).__name__}: {exc}")
+    except Exception as exc:
+        logger.exception("Run %s failed", run_id)
+        error = redact_text(f"{type(exc).__name__}: {exc}\n\n{traceback.format_exc(limit=20)}")
+    try:
+        return _record(claim, result, error, recorder, using)
+    except _LostRun:
+        logger.warning("Run %s was taken over before its outcome was recorded", run_id)
+        return "lost"
+
+
+def _advance(
+    graph: CompiledGraph, claim: Claim, config: dict[str, Any], recorder: RunRecorder
+) -> RunResult:
+    if claim.attempts > 1:
+        resumed = _continue_retry(graph, claim, config, recorder)
+        if resumed is not None:
+            return resumed
+    if claim.kind == Run.Kind.START:
+        return graph.invoke(claim.input or {}, config, on_event=recorder)
+    return graph.resume(claim.input, config, on_event=recorder)
+
+
+def _continue_retry(
+    graph: CompiledGraph, claim: Claim, config: dict[str, Any], recorder: RunRecorder
+) -> RunResult | None:
+    """What an earlier attempt of this run left: continue it, or `None` to run normally."""
+    snapshot = graph.get_state(config)
+    wrote = any(
+        s.metadata.get("run_id") == config["run_id"]
+        for s in graph.get_state_history(config, limit=50)
+    )
+    if claim.kind == Run.Kind.START and not wrote:
+        return None
+    pending = {i.id for i in snapshot.interrupts}
+    if claim.kind == Run.Kind.RESUME and isinstance(claim.input, dict):
+        remaining = {k: v for k, v in claim.input.items() if k in pending}
+        if remaining:
+            return graph.resume(remaining, config, on_event=recorder)
+    elif claim.kind == Run.Kind.RESUME and not wrote:
+        return None
+    if snapshot.interrupts:
+        return Interrupted(
+            interrupt=snapshot.interrupts[0], interrupts=snapshot.interrupts, state=snapshot.values
+        )
+    if snapshot.next:
+        return graph.invoke(None, config, on_event=recorder)
+    return Completed(state=snapshot.values)
+
+
+def _record(
+    claim: Claim, result: RunResult | None, error: str, recorder: RunRecorder, using: str
+) -> str:
+    if isinstance(result, Interrupted):
+        status, thread_status = Run.Status.INTERRUPTED, Thread.Status.INTERRUPTED
+        summary: Any = {"interrupts": [to_display(i) for i in result.interrupts]}
+    elif isinstance(result, Completed):
+        status, thread_status, summary = (
+            Run.Status.SUCCEEDED,
+            Thread.Status.COMPLETED,
+            {"keys": sorted(result.state)},
+        )
+    else:
+        status, thread_status, summary = Run.Status.FAILED, Thread.Status.FAILED, None
+    with transaction.atomic(using=using):
+        if not finish_run(claim, status, result=summary, error=error, using=using):
+            raise _LostRun
+        with connections[using].cursor() as cursor:
+            recorder.store(cursor)
+        Thread.objects.using(using).filter(id=claim.thread_id).update(
+            status=thread_status, updated_at=timezone.now()
+        )
+        run = Run.objects.using(using).get(id=claim.run_id)
+        if isinstance(result, Interrupted):
+            run_paused.send(sender=Run, run=run, interrupts=result.interrupts)
+        else:
+            run_finished.send(sender=Run, run=run)
+    group_send(
+        thread_group(claim.thread_id),
+        {
+            "type": "run.status",
+            "thread_id": claim.thread_id,
+            "run_id": str(claim.run_id),
+            "status": status,
+        },
+    )
+    return str(status)
+
+
+__all__ = ["execute"]

@@ -1,0 +1,176 @@
+"""The run queue in Postgres: claim, lease, heartbeat, finish, sweep.
+
+Every state change is one SQL statement conditional on what the caller believes (the run's
+id, status and fencing token), so a worker that lost its lease can neither heartbeat nor
+finish the run: its statements match no row. Claiming is a single
+`UPDATE ... WHERE id = (SELECT ... FOR UPDATE SKIP LOCKED)`, atomic even under autocommit.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+from django.db import connections, transaction
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """A run a worker now owns, and the fencing token its writes must carry."""
+
+    run_id: UUID
+    thread_id: str
+    graph: str
+    kind: str
+    input: Any
+    token: int
+    attempts: int
+    lease_expires_at: datetime
+
+
+_CLAIM = """
+UPDATE bw_run AS r
+   SET status = 'running',
+       lease_owner = %s,
+       lease_expires_at = now() + make_interval(secs => %s),
+       fencing_token = r.fencing_token + 1,
+       attempts = r.attempts + 1,
+       started_at = coalesce(r.started_at, now()),
+       updated_at = now()
+ WHERE r.id = (
+        SELECT q.id FROM bw_run AS q
+         WHERE q.status = 'queued' {pick}
+           AND NOT EXISTS (SELECT 1 FROM bw_run AS x
+                            WHERE x.thread_id = q.thread_id AND x.status = 'running')
+         ORDER BY q.created_at, q.id
+         LIMIT 1
+           FOR UPDATE SKIP LOCKED)
+RETURNING r.id, r.thread_id, r.graph, r.kind, r.input, r.fencing_token, r.attempts, r.lease_expires_at
+"""
+
+
+def claim_next_run(worker: str, lease_seconds: float, using: str = "default") -> Claim | None:
+    """Take the oldest queued run whose thread has no running run, or `None`."""
+    return _claim(_CLAIM.format(pick=""), [worker, lease_seconds], using)
+
+
+def claim_run(
+    run_id: Any, worker: str, lease_seconds: float, using: str = "default"
+) -> Claim | None:
+    """Take this queued run (e.g. to execute it in the calling process), or `None`."""
+    return _claim(_CLAIM.format(pick="AND q.id = %s"), [worker, lease_seconds, run_id], using)
+
+
+def _claim(sql: str, params: list[Any], using: str) -> Claim | None:
+    with transaction.atomic(using=using), connections[using].cursor() as cursor:
+        cursor.execute(sql, params)
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    payload = row[4]
+    if isinstance(payload, str):
+        payload = json.loads(payload)
+    return Claim(
+        run_id=row[0] if isinstance(row[0], UUID) else UUID(str(row[0])),
+        thread_id=row[1],
+        graph=row[2],
+        kind=row[3],
+        input=payload,
+        token=row[5],
+        attempts=row[6],
+        lease_expires_at=row[7],
+    )
+
+
+def extend_lease(claim: Claim, lease_seconds: float, using: str = "default") -> bool:
+    """Heartbeat: push the lease forward; `False` means the run is no longer ours."""
+    with connections[using].cursor() as cursor:
+        cursor.execute(
+            "UPDATE bw_run SET lease_expires_at = now() + make_interval(secs => %s), updated_at = now() "
+            "WHERE id = %s AND fencing_token = %s AND status = 'running'",
+            [lease_seconds, claim.run_id, claim.token],
+        )
+        return cursor.rowcount == 1
+
+
+def finish_run(
+    claim: Claim,
+    status: str,
+    *,
+    result: Any = None,
+    error: str = "",
+    using: str = "default",
+) -> bool:
+    """Record the run's outcome if the run is still ours; returns whether it was."""
+    with connections[using].cursor() as cursor:
+        cursor.execute(
+            "UPDATE bw_run SET status = %s, result = %s, error = %s, finished_at = now(), "
+            "lease_owner = '', lease_expires_at = NULL, updated_at = now() "
+            "WHERE id = %s AND fencing_token = %s AND status = 'running'",
+            [
+                status,
+                None if result is None else json.dumps(result, ensure_ascii=False),
+                error,
+                claim.run_id,
+                claim.token,
+            ],
+        )
+        return cursor.rowcount == 1
+
+
+def release_run(claim: Claim, using: str = "default") -> bool:
+    """Give a run back to the queue (graceful shutdown before it finished)."""
+    with connections[using].cursor() as cursor:
+        cursor.execute(
+            "UPDATE bw_run SET status = 'queued', lease_owner = '', lease_expires_at = NULL, "
+            "updated_at = now() WHERE id = %s AND fencing_token = %s AND status = 'running'",
+            [claim.run_id, claim.token],
+        )
+        return cursor.rowcount == 1
+
+
+def sweep_expired_leases(
+    max_attempts: int, using: str = "default"
+) -> tuple[list[UUID], list[UUID]]:
+    """Re-queue running runs whose lease expired; fail those out of attempts.
+
+    Returns `(requeued, failed)` run ids. Bumping nothing here is deliberate: the next
+    claim bumps the fencing token, which is what locks the old owner out.
+    """
+    with transaction.atomic(using=using), connections[using].cursor() as cursor:
+        cursor.execute(
+            "UPDATE bw_run SET status = CASE WHEN attempts >= %s THEN 'failed' ELSE 'queued' END, "
+            "error = CASE WHEN attempts >= %s THEN 'The run lost its worker ' || attempts || "
+            "' times (lease expired); giving up.' ELSE error END, "
+            "finished_at = CASE WHEN attempts >= %s THEN now() ELSE finished_at END, "
+            "lease_owner = '', lease_expires_at = NULL, updated_at = now() "
+            "WHERE status = 'running' AND lease_expires_at < now() "
+            "RETURNING id, status",
+            [max_attempts, max_attempts, max_attempts],
+        )
+        rows = cursor.fetchall()
+    requeued = [r[0] for r in rows if r[1] == "queued"]
+    failed = [r[0] for r in rows if r[1] == "failed"]
+    if requeued or failed:
+        logger.warning(
+            "Sweeper: re-queued %d run(s), failed %d run(s) with expired leases",
+            len(requeued),
+            len(failed),
+        )
+    return requeued, failed
+
+
+__all__ = [
+    "Claim",
+    "claim_next_run",
+    "extend_lease",
+    "finish_run",
+    "release_run",
+    "sweep_expired_leases",
+]

@@ -1,0 +1,167 @@
+"""Start, resume, cancel and re-queue durable runs (used by views, commands and tests).
+
+Each function is one transaction that writes the truth to Postgres; the hint that wakes a
+worker is sent only after it commits.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from beamweaver_core.checkpoint import serde
+from beamweaver_core.exceptions import BeamWeaverError, ThreadBusyError
+from beamweaver_core.models import Run, Thread
+from beamweaver_core.runtime import registry
+from beamweaver_core.runtime.signals import run_finished
+from beamweaver_core.runtime.wakeup import notify_run_queued
+
+logger = logging.getLogger(__name__)
+
+ACTIVE = (Run.Status.QUEUED, Run.Status.RUNNING)
+
+
+class RunStateError(BeamWeaverError, ValueError):
+    """The run is not in a state that allows the operation."""
+
+
+def _jsonable(value: Any, what: str) -> Any:
+    try:
+        return serde.to_jsonable(value, (what,))
+    except TypeError as exc:
+        raise ValueError(str(exc)) from None
+
+
+def start_run(
+    graph: str,
+    input: Mapping[str, Any],
+    *,
+    thread_id: str | None = None,
+    user: Any = None,
+    metadata: Mapping[str, Any] | None = None,
+) -> Run:
+    """Queue a run of the registered `graph` on `input` (a new thread unless given)."""
+    registry.load(graph)
+    if not isinstance(input, Mapping):
+        raise ValueError(f"The input of a run must be a JSON object, got {input!r}.")
+    payload = _jsonable(dict(input), "input")
+    thread_id = thread_id or uuid.uuid4().hex
+    with transaction.atomic():
+        thread, created = Thread.objects.select_for_update().get_or_create(
+            id=thread_id, defaults={"graph": graph, "metadata": dict(metadata or {})}
+        )
+        if not created and thread.graph and thread.graph != graph:
+            raise ValueError(
+                f"Thread {thread_id!r} belongs to graph {thread.graph!r}, not {graph!r}."
+            )
+        if Run.objects.filter(thread=thread, status=Run.Status.QUEUED).exists():
+            raise ThreadBusyError(
+                f"Thread {thread_id!r} already has a queued run; wait for it to start."
+            )
+        if not thread.graph:
+            thread.graph = graph
+            thread.save(update_fields=["graph", "updated_at"])
+        run = _create(thread, graph, Run.Kind.START, payload, user)
+    return run
+
+
+def resume_thread(
+    thread_id: str,
+    answers: Mapping[str, Any] | None,
+    *,
+    user: Any = None,
+) -> Run:
+    """Queue a resume of the thread with `answers` (`{interrupt_id: answer}`; `None` to
+    continue past a breakpoint). Answers for a thread whose resume is still queued join
+    that run, so several decisions of one thread resume it once."""
+    payload = None if answers is None else _jsonable(dict(answers), "answers")
+    with transaction.atomic():
+        thread = Thread.objects.select_for_update().filter(id=thread_id).first()
+        if thread is None:
+            raise LookupError(f"Thread {thread_id!r} does not exist.")
+        queued = (
+            Run.objects.select_for_update().filter(thread=thread, status=Run.Status.QUEUED).first()
+        )
+        if queued is not None:
+            if queued.kind != Run.Kind.RESUME:
+                raise ThreadBusyError(
+                    f"Thread {thread_id!r} has a queued {queued.kind} run; resume it after that run starts."
+                )
+            merged = dict(queued.input or {})
+            clash = [k for k in (payload or {}) if k in merged and merged[k] != payload[k]]  # type: ignore[index]
+            if clash:
+                raise ThreadBusyError(
+                    f"Interrupt(s) {clash} of thread {thread_id!r} already have a queued answer."
+                )
+            merged.update(payload or {})
+            queued.input = merged
+            queued.save(update_fields=["input", "updated_at"])
+            return queued
+        return _create(thread, thread.graph, Run.Kind.RESUME, payload, user)
+
+
+def _create(thread: Thread, graph: str, kind: str, payload: Any, user: Any) -> Run:
+    try:
+        with transaction.atomic():
+            run = Run.objects.create(
+                thread=thread,
+                graph=graph,
+                kind=kind,
+                input=payload,
+                created_by=user if getattr(user, "pk", None) is not None else None,
+            )
+    except IntegrityError:
+        raise ThreadBusyError(f"Thread {thread.id!r} already has a queued run.") from None
+    transaction.on_commit(lambda: notify_run_queued(run.id))
+    return run
+
+
+def cancel_run(run_id: Any, *, user: Any = None) -> Run:
+    """Cancel a queued, running or interrupted run. A running run stops at its next
+    checkpoint write (its fenced writes no longer match a running run)."""
+    with transaction.atomic():
+        run = Run.objects.select_for_update().get(id=run_id)
+        if run.status not in (Run.Status.QUEUED, Run.Status.RUNNING, Run.Status.INTERRUPTED):
+            raise RunStateError(
+                f"Run {run_id} is {run.status}; only queued, running or interrupted runs can be cancelled."
+            )
+        run.status = Run.Status.CANCELLED
+        run.finished_at = timezone.now()
+        run.error = f"Cancelled by {getattr(user, 'username', None) or 'an operator'}."
+        run.lease_owner = ""
+        run.lease_expires_at = None
+        run.save()
+        Thread.objects.filter(id=run.thread_id).update(
+            status=Thread.Status.CANCELLED, updated_at=timezone.now()
+        )
+        run_finished.send(sender=Run, run=run)
+    return run
+
+
+def requeue_run(run_id: Any) -> Run:
+    """Put a failed run back in the queue (it continues from its last checkpoint)."""
+    with transaction.atomic():
+        run = Run.objects.select_for_update().get(id=run_id)
+        if run.status != Run.Status.FAILED:
+            raise RunStateError(f"Run {run_id} is {run.status}; only failed runs can be re-queued.")
+        if (
+            Run.objects.filter(thread_id=run.thread_id, status=Run.Status.QUEUED)
+            .exclude(id=run.id)
+            .exists()
+        ):
+            raise ThreadBusyError(f"Thread {run.thread_id!r} already has a queued run.")
+        run.status = Run.Status.QUEUED
+        run.error = ""
+        run.attempts = 0
+        run.finished_at = None
+        run.save()
+        transaction.on_commit(lambda: notify_run_queued(run.id))
+    return run
+
+
+__all__ = ["RunStateError", "cancel_run", "requeue_run", "resume_thread", "start_run"]

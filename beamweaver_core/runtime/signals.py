@@ -1,0 +1,14 @@
+"""Signals the runtime sends, so other apps (the review inbox) react without the runtime
+depending on them. Receivers run inside the runtime's transaction."""
+
+from __future__ import annotations
+
+from django.dispatch import Signal
+
+run_paused = Signal()
+"""A run paused: `run` (the Run), `interrupts` (tuple of `Interrupt`, all pending)."""
+
+run_finished = Signal()
+"""A run ended `succeeded`, `failed` or `cancelled`: `run` (the Run)."""
+
+__all__ = ["run_finished", "run_paused"]

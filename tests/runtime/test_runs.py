@@ -1,0 +1,274 @@
+"""Durable runs in one process: queue, claim, execute, pause, resume, fence, sweep."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import pytest
+from django.db import connection
+
+from beamweaver_core.checkpoint import PostgresCheckpointer
+from beamweaver_core.exceptions import StaleWriterError, ThreadBusyError
+from beamweaver_core.models import Run, RunEvent, Thread
+from beamweaver_core.runtime import registry, service
+from beamweaver_core.runtime.execution import execute
+from beamweaver_core.runtime.queue import (
+    claim_next_run,
+    claim_run,
+    extend_lease,
+    finish_run,
+    sweep_expired_leases,
+)
+from beamweaver_core.runtime.signals import run_finished, run_paused
+from beamweaver_core.runtime.worker import Worker, WorkerSettings
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+LEASE = 30.0
+
+
+def run_next() -> Run:
+    claim = claim_next_run("test-worker", LEASE)
+    assert claim is not None
+    execute(claim)
+    return Run.objects.get(id=claim.run_id)
+
+
+def expire(run_id: Any) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE bw_run SET lease_expires_at = now() - interval '1 second' WHERE id = %s",
+            [run_id],
+        )
+
+
+def state(thread_id: str, graph: str = "approval") -> Any:
+    return registry.compiled_graph(graph, PostgresCheckpointer()).get_state(
+        {"configurable": {"thread_id": thread_id}}
+    )
+
+
+def test_a_started_run_pauses_and_its_resume_completes() -> None:
+    paused: list[Any] = []
+    finished: list[Any] = []
+    run_paused.connect(
+        lambda sender, run, interrupts, **kw: paused.append((run.id, interrupts)),
+        weak=False,
+        dispatch_uid="t1",
+    )
+    run_finished.connect(
+        lambda sender, run, **kw: finished.append(run.id), weak=False, dispatch_uid="t2"
+    )
+    try:
+        started = service.start_run("approval", {"amount": 250}, thread_id="approve-1")
+        assert (started.status, started.kind, started.input) == ("queued", "start", {"amount": 250})
+
+        first = run_next()
+        assert first.status == "interrupted"
+        assert Thread.objects.get(id="approve-1").status == "interrupted"
+        [(run_id, interrupts)] = paused
+        assert run_id == first.id
+        assert interrupts[0].value == {"question": "Approve?", "amount": 250}
+        assert first.result == {"interrupts": [interrupts[0].to_dict()]}
+
+        resumed = service.resume_thread("approve-1", {interrupts[0].id: True})
+        assert (resumed.kind, resumed.input) == ("resume", {interrupts[0].id: True})
+        second = run_next()
+        assert second.status == "succeeded"
+        assert finished == [second.id]
+        assert Thread.objects.get(id="approve-1").status == "completed"
+        assert state("approve-1").values == {"amount": 250, "approved": True, "done": True}
+    finally:
+        run_paused.disconnect(dispatch_uid="t1")
+        run_finished.disconnect(dispatch_uid="t2")
+
+
+def test_run_events_are_stored_with_the_run() -> None:
+    service.start_run("approval", {"amount": 1}, thread_id="events-1")
+    run = run_next()
+    events = list(RunEvent.objects.filter(run=run).values_list("event", "node"))
+    assert events == [
+        ("run.started", ""),
+        ("node.started", "ask"),
+        ("node.finished", "ask"),
+        ("run.interrupted", ""),
+    ]
+
+
+def test_a_failing_run_is_failed_with_a_redacted_error() -> None:
+    service.start_run("explode", {}, thread_id="boom-1")
+    run = run_next()
+    assert run.status == "failed"
+    assert "RuntimeError: the tool backend is down" in run.error
+    assert "sk-test-0123456789abcdefghij" not in run.error
+    assert Thread.objects.get(id="boom-1").status == "failed"
+
+
+def test_start_run_refuses_unknown_graphs_and_bad_input() -> None:
+    with pytest.raises(registry.UnknownGraphError, match="No graph named 'nope' is registered"):
+        service.start_run("nope", {})
+    with pytest.raises(ValueError, match="must be a JSON object"):
+        service.start_run("approval", ["not", "a", "dict"])  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="NUL character"):
+        service.start_run("approval", {"note": "a\x00b"})
+    assert Run.objects.count() == 0
+
+
+def test_answers_for_a_thread_join_its_queued_resume_run() -> None:
+    service.start_run("pair", {}, thread_id="pair-1")
+    run_next()
+    pending = state("pair-1", "pair").interrupts
+    first = service.resume_thread("pair-1", {pending[0].id: "L"})
+    second = service.resume_thread("pair-1", {pending[1].id: "R"})
+    assert first.id == second.id
+    assert Run.objects.get(id=first.id).input == {pending[0].id: "L", pending[1].id: "R"}
+    assert run_next().status == "succeeded"
+    assert state("pair-1", "pair").values == {"answers": ["left:L", "right:R"]}
+
+
+def test_a_second_queued_start_on_a_thread_is_refused() -> None:
+    service.start_run("approval", {}, thread_id="busy-1")
+    with pytest.raises(ThreadBusyError, match="already has a queued run"):
+        service.start_run("approval", {}, thread_id="busy-1")
+
+
+def test_a_thread_with_a_running_run_is_not_claimed_again() -> None:
+    service.start_run("pair", {}, thread_id="one-writer")
+    claim = claim_next_run("w1", LEASE)
+    assert claim is not None
+    service.resume_thread("one-writer", {"0" * 32: "x"})  # queued behind the running run
+    assert claim_next_run("w2", LEASE) is None
+    execute(claim)
+    assert claim_next_run("w2", LEASE) is not None
+
+
+def test_two_workers_racing_claim_each_run_once() -> None:
+    rounds = 40
+    for i in range(rounds):
+        service.start_run("approval", {}, thread_id=f"race-{i}")
+    claims: list[list[Any]] = [[], []]
+    barrier = threading.Barrier(2)
+
+    def racer(index: int) -> None:
+        from django.db import connections
+
+        try:
+            for _ in range(rounds):
+                barrier.wait()
+                claim = claim_next_run(f"racer-{index}", LEASE)
+                if claim is not None:
+                    claims[index].append(claim.run_id)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=racer, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    taken = claims[0] + claims[1]
+    assert len(taken) == rounds == len(set(taken))
+
+
+def test_an_expired_lease_is_swept_and_the_old_owner_is_fenced_off() -> None:
+    service.start_run("approval", {}, thread_id="zombie-1")
+    old = claim_next_run("old-worker", LEASE)
+    assert old is not None
+    expire(old.run_id)
+
+    requeued, failed = sweep_expired_leases(max_attempts=5)
+    new = claim_next_run("new-worker", LEASE)
+
+    assert (requeued, failed) == ([old.run_id], [])
+    assert new is not None and new.run_id == old.run_id and new.token == old.token + 1
+    assert not extend_lease(old, LEASE)
+    assert not finish_run(old, "succeeded")
+    stale = registry.compiled_graph(
+        "approval", PostgresCheckpointer().fenced(old.run_id, old.token)
+    )
+    with pytest.raises(StaleWriterError):
+        stale.invoke({}, {"configurable": {"thread_id": "zombie-1"}})
+    assert execute(old) == "lost"
+    assert execute(new) == "interrupted"
+
+
+def test_a_run_out_of_attempts_fails_instead_of_looping() -> None:
+    service.start_run("approval", {}, thread_id="doomed")
+    for _ in range(3):
+        claim = claim_next_run("w", LEASE)
+        assert claim is not None
+        expire(claim.run_id)
+        sweep_expired_leases(max_attempts=3)
+    run = Run.objects.get(thread_id="doomed")
+    assert run.status == "failed"
+    assert "lost its worker 3 times" in run.error
+
+
+def test_a_retried_start_run_continues_instead_of_restarting() -> None:
+    service.start_run("approval", {"amount": 9}, thread_id="retry-1")
+    first = claim_next_run("w1", LEASE)
+    assert first is not None
+    graph = registry.compiled_graph(
+        "approval", PostgresCheckpointer().fenced(first.run_id, first.token)
+    )
+    paused = graph.invoke(
+        {"amount": 9}, {"configurable": {"thread_id": "retry-1"}, "run_id": str(first.run_id)}
+    )
+    expire(first.run_id)  # the worker died after pausing but before recording it
+    sweep_expired_leases(max_attempts=5)
+    retry = claim_next_run("w2", LEASE)
+    assert retry is not None and retry.attempts == 2
+
+    assert execute(retry) == "interrupted"
+    history = list(
+        registry.compiled_graph("approval", PostgresCheckpointer()).get_state_history(
+            {"configurable": {"thread_id": "retry-1"}}
+        )
+    )
+    assert [s.metadata["source"] for s in history] == ["input"]  # not started a second time
+    assert state("retry-1").interrupts == paused.interrupts
+    assert Run.objects.get(id=retry.run_id).result == {"interrupts": [paused.interrupt.to_dict()]}
+
+
+def test_cancel_stops_a_running_run_at_its_next_write() -> None:
+    service.start_run("approval", {}, thread_id="cancel-1")
+    claim = claim_next_run("w", LEASE)
+    assert claim is not None
+    service.cancel_run(claim.run_id)
+    assert execute(claim) == "lost"
+    assert Run.objects.get(id=claim.run_id).status == "cancelled"
+    assert Thread.objects.get(id="cancel-1").status == "cancelled"
+    assert state("cancel-1").values == {}
+
+
+def test_a_failed_run_can_be_requeued_and_finishes() -> None:
+    service.start_run("approval", {}, thread_id="requeue-1")
+    claim = claim_run(Run.objects.get(thread_id="requeue-1").id, "w", LEASE)
+    assert claim is not None
+    finish_run(claim, "failed", error="simulated")
+    with pytest.raises(service.RunStateError):
+        service.cancel_run(claim.run_id)
+    service.requeue_run(claim.run_id)
+    assert run_next().status == "interrupted"
+
+
+def test_a_worker_picks_up_queued_runs_by_itself() -> None:
+    worker = Worker(
+        threads=1,
+        conf=WorkerSettings(
+            lease_seconds=10, heartbeat_seconds=1, poll_seconds=0.2, max_attempts=3
+        ),
+    ).start()
+    try:
+        service.start_run("approval", {}, thread_id="auto-1")
+        deadline = time.monotonic() + 20
+        while (
+            time.monotonic() < deadline
+            and Run.objects.get(thread_id="auto-1").status != "interrupted"
+        ):
+            time.sleep(0.05)
+        assert Run.objects.get(thread_id="auto-1").status == "interrupted"
+    finally:
+        worker.stop(5)

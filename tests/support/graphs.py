@@ -1,0 +1,87 @@
+"""Graphs registered in the tests' settings (`TEST_GRAPHS`), also loadable by child
+processes through `BEAMWEAVER_GRAPHS`."""
+
+from __future__ import annotations
+
+import operator
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from beamweaver_core.graph import START, Graph, interrupt
+
+TEST_GRAPHS = {
+    "approval": "tests.support.graphs:approval",
+    "steps": "tests.support.graphs:steps",
+    "explode": "tests.support.graphs:explode",
+    "pair": "tests.support.graphs:pair",
+}
+
+
+def ledger(name: str) -> None:
+    """Record a side effect: one line in $BEAMWEAVER_TEST_LEDGER per execution."""
+    path = os.environ.get("BEAMWEAVER_TEST_LEDGER")
+    if path:
+        with Path(path).open("a") as out:
+            out.write(f"{name}\n")
+
+
+def _ask(state: dict[str, Any]) -> dict[str, Any]:
+    approved = interrupt({"question": "Approve?", "amount": state.get("amount")})
+    return {"approved": approved}
+
+
+def _finish(state: dict[str, Any]) -> dict[str, Any]:
+    ledger(f"finish:{state['approved']}")
+    return {"done": True}
+
+
+approval = (
+    Graph(name="approval")
+    .add_node("ask", _ask)
+    .add_node("finish", _finish)
+    .add_edge(START, "ask")
+    .add_edge("ask", "finish")
+    .compile()
+)
+
+
+def _step(i: int) -> Any:
+    def node(state: dict[str, Any]) -> dict[str, Any]:
+        ledger(f"step:{i}")
+        time.sleep(float(os.environ.get("BEAMWEAVER_TEST_STEP_SECONDS", "0")))
+        return {"log": [i]}
+
+    return node
+
+
+def _build_steps() -> Any:
+    builder = Graph(name="steps").add_reducer("log", operator.add)
+    count = 6
+    for i in range(count):
+        builder.add_node(f"s{i}", _step(i))
+    builder.add_edge(START, "s0")
+    for i in range(count - 1):
+        builder.add_edge(f"s{i}", f"s{i + 1}")
+    return builder.compile()
+
+
+steps = _build_steps()
+
+
+def _explode(state: dict[str, Any]) -> dict[str, Any]:
+    raise RuntimeError("the tool backend is down (api_key=sk-test-0123456789abcdefghij)")
+
+
+explode = Graph(name="explode").add_node("explode", _explode).add_edge(START, "explode").compile()
+
+pair = (
+    Graph(name="pair")
+    .add_reducer("answers", operator.add)
+    .add_node("left", lambda s: {"answers": [f"left:{interrupt('left?')}"]})
+    .add_node("right", lambda s: {"answers": [f"right:{interrupt('right?')}"]})
+    .add_edge(START, "left")
+    .add_edge(START, "right")
+    .compile()
+)
