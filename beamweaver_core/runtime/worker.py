@@ -10,6 +10,7 @@ itself.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import socket
@@ -176,10 +177,8 @@ class Worker:
 
 def _discard_broken_connections() -> None:
     for conn in connections.all(initialized_only=True):
-        try:
+        with contextlib.suppress(Exception):
             conn.close()
-        except Exception:
-            pass
 
 
 _inline: Worker | None = None
