@@ -83,7 +83,7 @@ def build_graph(spec: AgentSpec) -> CompiledGraph:
     exit_node = after_agent[0] if after_agent else END
     _chain(graph, [START, *before_agent, loop_entry])
     _chain(graph, [*before_model, MODEL_NODE, *after_model])
-    _chain(graph, [*after_agent, END] if after_agent else [])
+    _chain(graph, [*after_agent, END])
     graph.add_edge(TOOLS_NODE, loop_entry)
     graph.add_conditional_edges((after_model or [MODEL_NODE])[-1], _router(loop_entry, exit_node))
     return graph.compile(

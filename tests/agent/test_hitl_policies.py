@@ -260,3 +260,24 @@ def test_custom_description_prefix(
     assert paused.interrupt.value["action_requests"][0]["description"] == (
         'Please check\n\nTool: write_file\nArgs: {"content": "b", "path": "a"}'
     )
+
+
+def test_interrupt_mode_first_invalid_later_answer_keeps_earlier_ones(
+    checkpointer: MemoryCheckpointer, config: dict[str, Any]
+) -> None:
+    proposal = ai(
+        call("s1", "execute_sql", query="DELETE FROM a"),
+        call("s2", "execute_sql", query="DELETE FROM b"),
+    )
+    agent, box = sql_agent(checkpointer, {}, proposal, Message.assistant("done"), mode="first")
+    agent.invoke({"messages": [Message.user("clean")]}, config=config)
+    second = agent.resume_review([{"type": "approve"}], config=config)
+    assert isinstance(second, Interrupted)
+
+    with pytest.raises(ValueError, match="Unknown decision type 'nope'"):
+        agent.resume_review([{"type": "nope"}], config=config)
+
+    assert agent.get_state(config).interrupts == second.interrupts
+    done = agent.resume_review([{"type": "reject"}], config=config)
+    assert isinstance(done, Completed)
+    assert box.ran == [("execute_sql", {"query": "DELETE FROM a"})]
