@@ -177,6 +177,7 @@ class HumanInTheLoop(Middleware):
             self.tool_schemas[tool_obj.name] = tool_obj.args_schema
 
     def state_reducers(self) -> Mapping[str, Reducer]:
+        """Edits of successive reviews are merged by tool call id."""
         return {EDITS_KEY: _merge_edits}
 
     def after_model(self, state: Mapping[str, Any], runtime: Runtime) -> dict[str, Any] | None:

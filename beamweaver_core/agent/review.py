@@ -33,6 +33,7 @@ class ActionRequest:
     description: str
 
     def to_dict(self) -> dict[str, Any]:
+        """The payload form: `{"name", "args", "description"}`."""
         return {"name": self.name, "args": dict(self.args), "description": self.description}
 
 
@@ -45,6 +46,7 @@ class ReviewConfig:
     args_schema: Mapping[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
+        """The payload form; `args_schema` only when one is known."""
         data: dict[str, Any] = {
             "action_name": self.action_name,
             "allowed_decisions": list(self.allowed_decisions),

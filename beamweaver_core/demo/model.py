@@ -58,21 +58,25 @@ class DemoChatModel(ChatModel):
         return model
 
     def invoke(self, messages: Sequence[Message], *, tools: Sequence[ToolSpec] = ()) -> Message:
+        """Delegate to `backend()`."""
         return self.backend().invoke(messages, tools=tools)
 
     async def ainvoke(
         self, messages: Sequence[Message], *, tools: Sequence[ToolSpec] = ()
     ) -> Message:
+        """Delegate to `backend()`."""
         return await self.backend().ainvoke(messages, tools=tools)
 
     def stream(
         self, messages: Sequence[Message], *, tools: Sequence[ToolSpec] = ()
     ) -> Iterator[str | Message]:
+        """Delegate to `backend()`."""
         return self.backend().stream(messages, tools=tools)
 
     async def astream(
         self, messages: Sequence[Message], *, tools: Sequence[ToolSpec] = ()
     ) -> AsyncIterator[str | Message]:
+        """Delegate to `backend()`."""
         async for item in self.backend().astream(messages, tools=tools):
             yield item
 

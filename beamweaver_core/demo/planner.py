@@ -56,6 +56,7 @@ class _Intent:
     dry_run: dict[str, Any] | None = None
 
     def first_step(self) -> tuple[str, dict[str, Any]]:
+        """The first tool call: the dry-run search if there is one, else the call itself."""
         return (
             ("search_records", self.dry_run) if self.dry_run is not None else (self.tool, self.args)
         )

@@ -31,6 +31,7 @@ class Order:
     refunded: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
+        """What `lookup_order` returns."""
         return {
             "order_id": self.id,
             "customer": self.customer,
@@ -52,9 +53,11 @@ class Record:
     created_at: datetime
 
     def age_days(self, now: datetime) -> int:
+        """Whole days since the record was created."""
         return (now - self.created_at).days
 
     def to_dict(self, now: datetime) -> dict[str, Any]:
+        """What `search_records` returns for the record."""
         return {
             "record_id": self.id,
             "customer": self.customer,
