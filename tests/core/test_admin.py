@@ -1,0 +1,132 @@
+"""The admin: threads, runs and storage rows for staff, readable and redacted."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from django.test import Client
+
+from beamweaver_core.models import Checkpoint, CheckpointBlob, Run
+from beamweaver_core.runtime import service
+from beamweaver_core.runtime.execution import execute
+from beamweaver_core.runtime.queue import claim_next_run, finish_run
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+SECRET = "sk-proj-abcdefghijklmnopqrstuvwxyz0123"
+
+
+@pytest.fixture
+def staff() -> Client:
+    user = User.objects.create_superuser("admin", "admin@example.com", "pw-admin-123")
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+@pytest.fixture
+def paused_run() -> Run:
+    service.start_run(
+        "approval",
+        {"amount": 5, "api_key": SECRET, "note": f"key {SECRET}"},
+        thread_id="admin-thread",
+    )
+    claim = claim_next_run("admin-test", 30)
+    assert claim is not None
+    execute(claim)
+    return Run.objects.get(id=claim.run_id)
+
+
+@pytest.mark.parametrize(
+    "model", ["thread", "run", "checkpoint", "checkpointblob", "checkpointwrite", "runevent"]
+)
+def test_every_list_page_loads_and_searches_by_thread_id(
+    staff: Client, paused_run: Run, model: str
+) -> None:
+    response = staff.get(f"/admin/beamweaver_core/{model}/", {"q": "admin-thread"})
+    assert response.status_code == 200
+    assert "admin-thread" in response.content.decode()
+
+
+def test_list_filters_by_graph_and_status(staff: Client, paused_run: Run) -> None:
+    assert (
+        "admin-thread"
+        in staff.get(
+            "/admin/beamweaver_core/run/", {"graph": "approval", "status__exact": "interrupted"}
+        ).content.decode()
+    )
+    assert (
+        "admin-thread"
+        not in staff.get(
+            "/admin/beamweaver_core/run/", {"status__exact": "failed"}
+        ).content.decode()
+    )
+
+
+def test_json_is_pretty_and_secrets_are_redacted(staff: Client, paused_run: Run) -> None:
+    run_page = staff.get(f"/admin/beamweaver_core/run/{paused_run.id}/change/").content.decode()
+    blob = CheckpointBlob.objects.filter(thread_id="admin-thread").first()
+    checkpoint = Checkpoint.objects.filter(thread_id="admin-thread").first()
+    assert checkpoint is not None
+    checkpoint_page = staff.get(
+        f"/admin/beamweaver_core/checkpoint/{checkpoint.pk}/change/"
+    ).content.decode()
+    pages = [run_page, checkpoint_page]
+    if blob is not None:
+        pages.append(
+            staff.get(f"/admin/beamweaver_core/checkpointblob/{blob.pk}/change/").content.decode()
+        )
+    for page in pages:
+        assert SECRET not in page
+    assert "[redacted]" in run_page
+    assert "&quot;amount&quot;: 5" in run_page
+
+
+def test_storage_rows_are_read_only(staff: Client, paused_run: Run) -> None:
+    checkpoint = Checkpoint.objects.filter(thread_id="admin-thread").first()
+    assert checkpoint is not None
+    assert staff.get("/admin/beamweaver_core/checkpoint/add/").status_code == 403
+    response = staff.post(
+        f"/admin/beamweaver_core/checkpoint/{checkpoint.pk}/delete/", {"post": "yes"}
+    )
+    assert response.status_code == 403
+    assert Checkpoint.objects.filter(pk=checkpoint.pk).exists()
+
+
+def test_cancel_and_requeue_actions(staff: Client, paused_run: Run) -> None:
+    response = staff.post(
+        "/admin/beamweaver_core/run/",
+        {"action": "cancel_runs", "_selected_action": [str(paused_run.id)]},
+        follow=True,
+    )
+    assert "1 run(s) cancelled." in response.content.decode()
+    assert Run.objects.get(id=paused_run.id).status == "cancelled"
+
+    service.start_run("approval", {}, thread_id="admin-failed")
+    claim = claim_next_run("admin-test", 30)
+    assert claim is not None
+    finish_run(claim, "failed", error="boom")
+    response = staff.post(
+        "/admin/beamweaver_core/run/",
+        {"action": "requeue_runs", "_selected_action": [str(claim.run_id)]},
+        follow=True,
+    )
+    assert "1 run(s) re-queued." in response.content.decode()
+    assert Run.objects.get(id=claim.run_id).status == "queued"
+
+    response = staff.post(
+        "/admin/beamweaver_core/run/",
+        {"action": "requeue_runs", "_selected_action": [str(paused_run.id)]},
+        follow=True,
+    )
+    assert "only failed runs can be re-queued" in response.content.decode()
+
+
+def test_the_admin_is_for_staff_only(paused_run: Any) -> None:
+    user = User.objects.create_user("reviewer", password="pw-reviewer-123")
+    client = Client()
+    client.force_login(user)
+    response = client.get("/admin/beamweaver_core/run/")
+    assert response.status_code == 302 and "/admin/login/" in response["Location"]
