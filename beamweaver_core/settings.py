@@ -138,6 +138,9 @@ else:
     }
 # Under ASGI Django advises pooling instead of persistent connections (CONN_MAX_AGE = 0).
 _default_db["CONN_MAX_AGE"] = 0
+# Pooled connections are checked when taken, so after a Postgres restart dead ones are
+# replaced instead of failing the next query (workers reconnect by themselves).
+_default_db["CONN_HEALTH_CHECKS"] = True
 _default_db["OPTIONS"].setdefault(
     "pool",
     {

@@ -63,10 +63,13 @@ class Runtime:
     task_id: str | None = None
     sink: EventSink | None = None
     state: Mapping[str, Any] = field(default_factory=dict)
+    graph_ns: str = ""
 
     def emit(self, event: str, data: Any = None) -> None:
+        """Send a custom event; like the node's own events it carries the graph's
+        namespace (`""` at the root)."""
         if self.sink is not None:
-            self.sink.emit(event, data, node=self.node, ns=self.checkpoint_ns)
+            self.sink.emit(event, data, node=self.node, ns=self.graph_ns)
 
 
 __all__ = ["Envelope", "EventSink", "Runtime"]

@@ -155,6 +155,7 @@ class TaskRunner:
                 checkpoint_ns=task_ns,
                 task_id=task.id,
                 sink=loop.sink,
+                graph_ns=loop.ns,
                 state=MappingProxyType(loop.values),
             )
         scope = TaskScope(

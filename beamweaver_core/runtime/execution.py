@@ -14,6 +14,7 @@ import traceback
 from typing import Any
 
 from django.db import connections, transaction
+from django.db.utils import InterfaceError, OperationalError
 from django.utils import timezone
 
 from beamweaver_core.checkpoint.postgres import PostgresCheckpointer
@@ -63,6 +64,10 @@ def execute(claim: Claim, *, using: str = "default") -> str:
     except StaleWriterError:
         logger.warning("Run %s lost its lease or was cancelled; another owner continues it", run_id)
         return "lost"
+    except (OperationalError, InterfaceError):
+        # Postgres restarting or a killed backend: not the run's fault. The worker backs
+        # off; the lease expires and the run is retried from its last checkpoint.
+        raise
     except BeamWeaverError as exc:
         error = redact_text(f"{type(exc).__name__}: {exc}")
     except Exception as exc:

@@ -137,3 +137,11 @@ def test_on_event_receives_envelopes_live_without_collecting_them() -> None:
     result = graph.invoke({}, on_event=lambda e: seen.append(e.event))
     assert seen == ["run.started", "node.started", "node.finished", "state.updated", "run.completed"]
     assert result.events == []
+
+
+def test_custom_events_carry_the_same_ns_as_node_events() -> None:
+    def node(_: dict[str, Any], runtime: Runtime) -> None:
+        runtime.emit("custom", 1)
+
+    graph = Graph().add_node("n", node).add_edge(START, "n").compile()
+    assert {e.ns for e in graph.stream_events({}).events if e.node == "n"} == {""}
