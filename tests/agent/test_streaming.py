@@ -208,6 +208,6 @@ def test_subagent_events_carry_their_namespace(
         e for e in done.events if e.event == "tool.started" and e.data["name"] == "fetch_file"
     ]
     assert len(nested) == 1
-    assert nested[0].ns.startswith("tools:") and "|reader|tools:" in nested[0].ns
+    assert nested[0].ns.startswith("tools:") and nested[0].ns.endswith("|reader")
     (top,) = [e for e in done.events if e.event == "tool.started" and e.data["name"] == "task"]
     assert nested[0].ns.startswith(top.ns + "|reader|")
