@@ -117,11 +117,11 @@ def main(argv: list[str] | None = None) -> int:
     out = args.out or RESULTS_DIR / f"{started:%Y-%m-%d}.jsonl"
     out.parent.mkdir(parents=True, exist_ok=True)
 
+    load_before = env.load()
     blocked, postgres_reason = _blocker(configs)
     facts: dict[str, Any] = {"versions": env.versions(), "machine": env.machine()}
     if postgres_reason is None and any(c.postgres for c in configs):
         facts["postgres"] = pg.server_facts()
-    load_before = env.load()
     cpu_before = env.foreign_cpu_snapshot()
     records: list[dict[str, Any]] = []
 

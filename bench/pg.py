@@ -59,7 +59,8 @@ def unreachable_reason(url: str | None = None) -> str | None:
         with connect(url, connect_timeout=3) as conn:
             conn.execute("SELECT 1")
     except psycopg.Error as exc:
-        return f"Postgres not reachable at {url or dsn()}: {str(exc).strip().splitlines()[0]}"
+        detail = str(exc).strip().splitlines()[0].rsplit(": ", 1)[-1]
+        return f"Postgres not reachable at {url or dsn()} ({detail})"
     return None
 
 

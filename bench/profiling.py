@@ -36,11 +36,18 @@ def package_of(path: str) -> str:
     return path
 
 
+def module_of(path: str) -> str:
+    """The dotted module of a profiled file (`langgraph.pregel._loop`), else `package_of`."""
+    if "site-packages/" in path:
+        return path.split("site-packages/", 1)[1].removesuffix(".py").replace("/", ".")
+    return package_of(path)
+
+
 def _label(key: tuple[str, int, str]) -> str:
     path, line, func = key
     if path == "~":
         return func
-    return f"{package_of(path)}:{line}({func})"
+    return f"{module_of(path)}:{line}({func})"
 
 
 def profiled(fn: Callable[[], T], top: int) -> tuple[T, dict[str, Any]]:

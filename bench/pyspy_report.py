@@ -18,7 +18,7 @@ import re
 from collections import Counter
 from pathlib import Path
 
-from bench.profiling import package_of
+from bench.profiling import module_of, package_of
 
 _FRAME = re.compile(r"^(?P<func>.*) \((?P<path>[^()]*?)(?::(?P<line>\d+))?\)$")
 
@@ -44,7 +44,7 @@ def summarize(path: Path, focus: str, top: int) -> str:
         start = next(i for i, (func, _) in enumerate(frames) if focus in f"{func} ")
         timed = frames[start:]
         own[package_of(timed[-1][1])] += n
-        for name in {f"{package_of(p)}.{func}" for func, p in timed}:
+        for name in {f"{module_of(p)}.{func}" for func, p in timed}:
             inclusive[name] += n
     if not total:
         return f"no samples under {focus!r}"
