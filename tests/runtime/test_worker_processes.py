@@ -1,0 +1,123 @@
+"""Workers as real processes under faults: killed mid-run, paused past the lease,
+Postgres restarted. Short leases keep each test to seconds."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.db import connection
+
+from beamweaver_core.checkpoint import PostgresCheckpointer
+from beamweaver_core.models import Run
+from beamweaver_core.runtime import registry, service
+from tests.support.processes import child_env, start_worker
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.processes]
+
+FAST = {
+    "BEAMWEAVER_LEASE_SECONDS": "2",
+    "BEAMWEAVER_HEARTBEAT_SECONDS": "0.4",
+    "BEAMWEAVER_POLL_SECONDS": "0.2",
+}
+
+
+def wait_for(predicate: Callable[[], Any], timeout: float, what: str) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+def ledger_lines(path: Path) -> list[str]:
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def run_status(run_id: Any) -> str:
+    return Run.objects.get(id=run_id).status
+
+
+def forks(thread: str) -> list[Any]:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT parent_id, count(*) FROM bw_checkpoint WHERE thread_id = %s AND ns = '' "
+            "AND parent_id IS NOT NULL GROUP BY parent_id HAVING count(*) > 1",
+            [thread],
+        )
+        return cursor.fetchall()
+
+
+@pytest.fixture
+def workers() -> Iterator[list[subprocess.Popen[str]]]:
+    started: list[subprocess.Popen[str]] = []
+    yield started
+    for proc in started:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGCONT)
+            proc.kill()
+        proc.wait(10)
+
+
+def final_log(thread: str) -> list[int]:
+    graph = registry.compiled_graph("steps", PostgresCheckpointer())
+    return graph.get_state({"configurable": {"thread_id": thread}}).values["log"]
+
+
+def test_a_worker_killed_mid_run_is_replaced_and_the_run_finishes_from_its_last_checkpoint(
+    tmp_path: Path, workers: list[subprocess.Popen[str]]
+) -> None:
+    ledger = tmp_path / "ledger"
+    env = child_env(**FAST, BEAMWEAVER_TEST_LEDGER=str(ledger), BEAMWEAVER_TEST_STEP_SECONDS="0.3")
+    run = service.start_run("steps", {"log": []}, thread_id="killed")
+    workers.append(start_worker(env, "--threads", "1"))
+    wait_for(lambda: "step:2" in ledger_lines(ledger), 30, "the first worker to reach step 2")
+
+    os.kill(workers[0].pid, signal.SIGKILL)
+    killed_at = time.monotonic()
+    workers.append(start_worker(env, "--threads", "1"))
+    wait_for(lambda: run_status(run.id) == "succeeded", 45, "the second worker to finish the run")
+    recovery = time.monotonic() - killed_at
+
+    counts = Counter(ledger_lines(ledger))
+    assert final_log("killed") == [0, 1, 2, 3, 4, 5]
+    assert counts["step:0"] == counts["step:1"] == 1  # checkpointed steps never run again
+    assert all(counts[f"step:{i}"] >= 1 for i in range(6))
+    assert sum(counts.values()) <= 7  # at most the step in flight ran twice
+    assert forks("killed") == []
+    assert recovery < 30
+
+
+def test_a_zombie_worker_paused_past_its_lease_cannot_write(
+    tmp_path: Path, workers: list[subprocess.Popen[str]]
+) -> None:
+    ledger = tmp_path / "ledger"
+    env = child_env(**FAST, BEAMWEAVER_TEST_LEDGER=str(ledger), BEAMWEAVER_TEST_STEP_SECONDS="0.5")
+    run = service.start_run("steps", {"log": []}, thread_id="zombie")
+    zombie = start_worker(env, "--threads", "1")
+    workers.append(zombie)
+    wait_for(lambda: "step:1" in ledger_lines(ledger), 30, "the first worker to reach step 1")
+    os.kill(zombie.pid, signal.SIGSTOP)
+
+    workers.append(start_worker(env, "--threads", "1"))
+    wait_for(
+        lambda: run_status(run.id) == "succeeded", 45, "the second worker to take over and finish"
+    )
+    os.kill(zombie.pid, signal.SIGCONT)
+    time.sleep(2)  # the zombie wakes, finishes its step, and tries to write
+    zombie.send_signal(signal.SIGTERM)
+    output, _ = zombie.communicate(timeout=30)
+
+    assert "Refused a stale write" in output or "lost its lease" in output
+    assert final_log("zombie") == [0, 1, 2, 3, 4, 5]
+    assert forks("zombie") == []
+    assert run_status(run.id) == "succeeded"
