@@ -12,7 +12,7 @@ import uuid
 from typing import Any
 
 import pytest
-from asgiref.sync import sync_to_async
+from channels.db import database_sync_to_async
 from channels.layers import channel_layers, get_channel_layer
 
 from beamweaver_core.models import Run
@@ -118,7 +118,7 @@ async def test_run_events_are_pushed_live_to_the_thread_group() -> None:
     thread = f"live-{uuid.uuid4().hex[:6]}"
     channel = await layer.new_channel()
     await layer.group_add(thread_group(thread), channel)
-    await sync_to_async(service.start_run)("approval", {}, thread_id=thread)
+    await database_sync_to_async(service.start_run)("approval", {}, thread_id=thread)
 
     def run_it() -> None:
         from django.db import connections
