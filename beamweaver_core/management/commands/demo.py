@@ -1,0 +1,104 @@
+"""`manage.py demo`: everything on one machine, ready to review.
+
+Runs the migrations (on the embedded Postgres unless `DATABASE_URL` is set), creates a
+demo reviewer, queues a few demo requests to the `ops_assistant` agent so reviews are
+already waiting, and serves the inbox with in-process workers.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.models import Permission, User
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from beamweaver_core.models import Thread
+from beamweaver_core.runtime import service
+from beamweaver_core.runtime.worker import process_worker, stop_process_worker
+from beamweaver_core.webserver import serve
+
+DEMO_REQUESTS = (
+    "Refund order 1234 $250, the parcel arrived broken.",
+    "Delete closed records older than 30 days.",
+    "Email the admin that the nightly export failed.",
+)
+
+
+class Command(BaseCommand):
+    help = (
+        "Start the live review inbox with the demo agent: migrate, create a demo reviewer "
+        "(credentials printed), queue demo requests that pause for review, and serve on "
+        "http://127.0.0.1:8000/ with in-process workers. Stop with Ctrl-C."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument(
+            "--host", default="127.0.0.1", help="Address to listen on (default 127.0.0.1)."
+        )
+        parser.add_argument("--port", type=int, default=8000, help="Port (default 8000).")
+        parser.add_argument(
+            "--username", default="reviewer", help="Demo reviewer's username (default reviewer)."
+        )
+        parser.add_argument(
+            "--no-seed", action="store_true", help="Do not queue the demo requests."
+        )
+
+    def handle(
+        self, *args: Any, host: str, port: int, username: str, no_seed: bool, **options: Any
+    ) -> None:
+        if not 0 < port < 65536:
+            raise CommandError(f"--port must be between 1 and 65535, got {port}.")
+        self.stdout.write("Preparing the database (embedded Postgres unless DATABASE_URL is set)…")
+        call_command("migrate", interactive=False, verbosity=0)
+        password = self._reviewer(username)
+        process_worker()
+        if not no_seed and not Thread.objects.filter(graph="ops_assistant").exists():
+            for text in DEMO_REQUESTS:
+                service.start_run(
+                    "ops_assistant", {"messages": [{"role": "user", "content": text}]}
+                )
+            self.stdout.write(
+                f"Queued {len(DEMO_REQUESTS)} demo requests; they will wait for your review."
+            )
+        url = f"http://{host}:{port}/"
+
+        def ready() -> None:
+            self.stdout.write(
+                "\nBeamWeaver is running.\n"
+                f"  Open:      {url}\n"
+                f"  Username:  {username}\n"
+                f"  Password:  {password}\n"
+                "  Admin:     the same account at /admin/\n"
+                "Type a request under 'Start a run' and watch it pause in the inbox. Ctrl-C stops.\n"
+            )
+
+        try:
+            serve(host, port, ready=ready)
+        finally:
+            stop_process_worker()
+
+    def _reviewer(self, username: str) -> str:
+        """The demo reviewer's password: generated once and kept in var/ (not in code)."""
+        path = settings.VAR_DIR / "demo_reviewer.json"
+        stored = json.loads(path.read_text()) if path.exists() else {}
+        password = stored.get(username) or secrets.token_urlsafe(9)
+        user, _ = User.objects.get_or_create(
+            username=username, defaults={"email": f"{username}@example.com"}
+        )
+        user.is_staff = True
+        user.is_superuser = True
+        user.set_password(password)
+        user.save()
+        review = Permission.objects.filter(
+            content_type__app_label="reviews", codename="review"
+        ).first()
+        if review is not None:
+            user.user_permissions.add(review)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({**stored, username: password}))
+        path.chmod(0o600)
+        return password
