@@ -80,6 +80,29 @@ class RedactingExceptionReporterFilter(SafeExceptionReporterFilter):
 
     def get_traceback_frame_variables(self, request: Any, tb_frame: Any) -> Any:
         return [
-            (name, redact_text(value) if isinstance(value, str) else value)
+            (name, self.cleansed_substitute if is_secret_key(name) else _redact_value(value))
             for name, value in super().get_traceback_frame_variables(request, tb_frame)
         ]
+
+    def get_post_parameters(self, request: Any) -> Any:
+        params = super().get_post_parameters(request)
+        if not params:
+            return params
+        cleaned = params.copy()
+        for key in cleaned:
+            values = cleaned.getlist(key) if hasattr(cleaned, "getlist") else [cleaned[key]]
+            redacted = [
+                self.cleansed_substitute if is_secret_key(key) else redact_text(str(v))
+                for v in values
+            ]
+            if hasattr(cleaned, "setlist"):
+                cleaned.setlist(key, redacted)
+            else:
+                cleaned[key] = redacted[0]
+        return cleaned
+
+
+def _redact_value(value: Any) -> Any:
+    if isinstance(value, str | Mapping | list | tuple):
+        return redact(value)
+    return value
