@@ -30,6 +30,10 @@ def _parse(frame: str) -> tuple[str, str]:
     return match["func"], match["path"]
 
 
+def _is_focus(func: str, focus: str) -> bool:
+    return func == focus or func.endswith(f".{focus}")
+
+
 def summarize(path: Path, focus: str, top: int) -> str:
     own: Counter[str] = Counter()
     inclusive: Counter[str] = Counter()
@@ -38,10 +42,12 @@ def summarize(path: Path, focus: str, top: int) -> str:
         stack, _, count = line.rpartition(" ")
         if focus not in stack or not count.isdigit():
             continue
+        frames = [_parse(f) for f in stack.split(";")]
+        start = next((i for i, (func, _) in enumerate(frames) if _is_focus(func, focus)), None)
+        if start is None:
+            continue
         n = int(count)
         total += n
-        frames = [_parse(f) for f in stack.split(";")]
-        start = next(i for i, (func, _) in enumerate(frames) if focus in f"{func} ")
         timed = frames[start:]
         own[package_of(timed[-1][1])] += n
         for name in {f"{module_of(p)}.{func}" for func, p in timed}:
