@@ -242,3 +242,41 @@ class RunEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.event} #{self.seq} of run {self.run_id}"
+
+
+class ToolExecution(models.Model):
+    """One logical tool action, keyed by its idempotency key (see `agent.ledger`).
+
+    Written before the tool runs (`started`) and after (`done`, with the tool message), so
+    a step that runs again never repeats a finished action, and an unfinished at-most-once
+    action waits for a human.
+    """
+
+    class Status(models.TextChoices):
+        STARTED = "started"
+        DONE = "done"
+
+    key = models.CharField(max_length=64, primary_key=True)
+    thread = models.ForeignKey(
+        Thread, on_delete=models.CASCADE, related_name="tool_executions", db_index=False
+    )
+    run = models.ForeignKey(
+        Run, on_delete=models.SET_NULL, null=True, blank=True, related_name="tool_executions"
+    )
+    tool = models.CharField(max_length=200)
+    args = models.JSONField(default=dict)
+    status = models.CharField(max_length=8, choices=Status, default=Status.STARTED)
+    attempts = models.IntegerField(default=1)
+    message = ExactJSONField(null=True, blank=True, help_text="The tool message, once done.")
+    started_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        db_table = "bw_tool_execution"
+        indexes = [
+            models.Index(fields=["thread", "started_at"], name="bw_tool_execution_thread_idx")
+        ]
+        ordering = ["-started_at"]
+
+    def __str__(self) -> str:
+        return f"{self.tool} {self.status} ({self.key[:12]})"

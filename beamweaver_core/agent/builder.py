@@ -35,6 +35,7 @@ from beamweaver_core.agent.state import (
     pending_tool_calls,
     with_messages,
 )
+from beamweaver_core.agent.ledger import run_recorded
 from beamweaver_core.agent.tools import Tool, ToolRuntime
 from beamweaver_core.graph import END, START, CompiledGraph, Graph, Runtime, Send
 from beamweaver_core.llm.base import ChatModel
@@ -219,7 +220,7 @@ def _tools_node(
         runtime.emit(
             "tool.started", {"tool_call_id": call.id, "name": call.name, "args": dict(call.args)}
         )
-        result = found.execute(call, ToolRuntime.for_call(call, runtime))
+        result = run_recorded(found, call, ToolRuntime.for_call(call, runtime))
         runtime.emit(
             "tool.finished",
             {

@@ -99,13 +99,15 @@ class Tool:
 
     `handle_errors = False` lets exceptions raised by `run` propagate and fail the run
     instead of becoming an error message (invalid arguments are always reported to the
-    model).
+    model). `at_most_once = True` marks a tool that must never run twice: if a crash leaves
+    its outcome unknown, the run asks a human instead of retrying (see `agent.ledger`).
     """
 
     name: str = ""
     description: str = ""
     args_schema: Mapping[str, Any] = EMPTY_OBJECT_SCHEMA
     handle_errors: bool = True
+    at_most_once: bool = False
 
     def run(self, args: dict[str, Any], runtime: ToolRuntime) -> Any:
         """Do the work. Override in subclasses."""
@@ -170,9 +172,15 @@ class FunctionTool(Tool):
     """A tool made from a typed function by `@tool`."""
 
     def __init__(
-        self, fn: Callable[..., Any], *, name: str | None = None, description: str | None = None
+        self,
+        fn: Callable[..., Any],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        at_most_once: bool = False,
     ) -> None:
         self.fn = fn
+        self.at_most_once = at_most_once
         self.name = name or fn.__name__
         doc = description if description is not None else inspect.getdoc(fn)
         if not doc:
@@ -197,7 +205,7 @@ def tool(fn: Callable[..., Any], /) -> FunctionTool: ...
 
 @overload
 def tool(
-    *, name: str | None = None, description: str | None = None
+    *, name: str | None = None, description: str | None = None, at_most_once: bool = False
 ) -> Callable[[Callable[..., Any]], FunctionTool]: ...
 
 
@@ -207,18 +215,19 @@ def tool(
     *,
     name: str | None = None,
     description: str | None = None,
+    at_most_once: bool = False,
 ) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
     """Make a tool from a typed function (sync or async).
 
     The tool's name is the function's name, its description the docstring, and its
     argument schema comes from the type hints. A parameter named `runtime` receives the
-    `ToolRuntime`. Use as `@tool` or `@tool(name=..., description=...)`.
+    `ToolRuntime`. Use as `@tool` or `@tool(name=..., description=..., at_most_once=True)`.
     """
     if fn is not None:
-        return FunctionTool(fn, name=name, description=description)
+        return FunctionTool(fn, name=name, description=description, at_most_once=at_most_once)
 
     def decorate(target: Callable[..., Any]) -> FunctionTool:
-        return FunctionTool(target, name=name, description=description)
+        return FunctionTool(target, name=name, description=description, at_most_once=at_most_once)
 
     return decorate
 

@@ -17,6 +17,7 @@ from django.db import connections, transaction
 from django.db.utils import InterfaceError, OperationalError
 from django.utils import timezone
 
+from beamweaver_core.agent.ledger import use_ledger
 from beamweaver_core.checkpoint.postgres import PostgresCheckpointer
 from beamweaver_core.exceptions import BeamWeaverError, StaleWriterError
 from beamweaver_core.graph.compiled import CompiledGraph
@@ -28,6 +29,7 @@ from beamweaver_core.runtime.groups import thread_group
 from beamweaver_core.runtime.publish import group_send
 from beamweaver_core.runtime.queue import Claim, finish_run
 from beamweaver_core.runtime.signals import run_finished, run_paused
+from beamweaver_core.runtime.tool_ledger import PostgresToolLedger
 from beamweaver_core.types import Completed, Interrupted, RunResult
 
 logger = logging.getLogger(__name__)
@@ -60,7 +62,8 @@ def execute(claim: Claim, *, using: str = "default") -> str:
     result: RunResult | None = None
     try:
         graph = registry.compiled_graph(claim.graph, checkpointer)
-        result = _advance(graph, claim, config, recorder)
+        with use_ledger(PostgresToolLedger(claim, using)):
+            result = _advance(graph, claim, config, recorder)
     except StaleWriterError:
         logger.warning("Run %s lost its lease or was cancelled; another owner continues it", run_id)
         return "lost"

@@ -1,0 +1,74 @@
+"""The tool-execution ledger in Postgres, fenced to the run that executes the tools.
+
+Beginning a call is one conditional statement: it records the call only while the run
+still holds its fencing token, so a worker that lost its lease cannot start a tool.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.db import connections
+
+from beamweaver_core.agent.ledger import LedgerEntry
+from beamweaver_core.agent.messages import Message
+from beamweaver_core.exceptions import StaleWriterError
+from beamweaver_core.runtime.queue import Claim
+
+_BEGIN = """
+WITH ours AS (
+    SELECT 1 FROM bw_run WHERE id = %(run)s AND fencing_token = %(token)s AND status = 'running' FOR SHARE
+), inserted AS (
+    INSERT INTO bw_tool_execution (key, thread_id, run_id, tool, args, status, attempts, started_at)
+    SELECT %(key)s, %(thread)s, %(run)s, %(tool)s, %(args)s::jsonb, 'started', 1, now()
+      FROM ours
+    ON CONFLICT (key) DO UPDATE SET attempts = bw_tool_execution.attempts + 1
+    RETURNING (xmax = 0) AS fresh, status, message
+)
+SELECT (SELECT count(*) FROM ours), fresh, status, message FROM inserted
+"""
+
+
+class PostgresToolLedger:
+    """`ToolLedger` for one claimed run."""
+
+    def __init__(self, claim: Claim, using: str = "default") -> None:
+        self.claim = claim
+        self.using = using
+
+    def begin(
+        self, key: str, *, tool: str, thread_id: str | None, args: dict[str, Any]
+    ) -> LedgerEntry:
+        params = {
+            "run": self.claim.run_id,
+            "token": self.claim.token,
+            "key": key,
+            "thread": thread_id or self.claim.thread_id,
+            "tool": tool,
+            "args": json.dumps(args, ensure_ascii=False, default=repr),
+        }
+        with connections[self.using].cursor() as cursor:
+            cursor.execute(_BEGIN, params)
+            row = cursor.fetchone()
+        if row is None:
+            raise StaleWriterError(
+                f"Run {self.claim.run_id} no longer owns thread {self.claim.thread_id!r}; "
+                f"the tool {tool!r} was not started."
+            )
+        _, fresh, status, message = row
+        if fresh:
+            return LedgerEntry("new")
+        if status == "done" and message is not None:
+            return LedgerEntry("done", Message.from_dict(json.loads(message)))
+        return LedgerEntry("started")
+
+    def finish(self, key: str, message: Message) -> None:
+        with connections[self.using].cursor() as cursor:
+            cursor.execute(
+                "UPDATE bw_tool_execution SET status = 'done', message = %s, finished_at = now() WHERE key = %s",
+                [json.dumps(message.to_dict(), ensure_ascii=False), key],
+            )
+
+
+__all__ = ["PostgresToolLedger"]

@@ -1,0 +1,49 @@
+"""The Postgres tool ledger: fenced to the run, results kept across attempts."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+
+from beamweaver_core.agent.messages import Message
+from beamweaver_core.exceptions import StaleWriterError
+from beamweaver_core.models import ToolExecution
+from beamweaver_core.runtime import service
+from beamweaver_core.runtime.queue import claim_next_run, sweep_expired_leases
+from beamweaver_core.runtime.tool_ledger import PostgresToolLedger
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_a_call_is_begun_once_and_its_result_is_returned_afterwards() -> None:
+    service.start_run("approval", {}, thread_id="ledger-1")
+    claim = claim_next_run("w", 30)
+    assert claim is not None
+    ledger = PostgresToolLedger(claim)
+
+    first = ledger.begin("k" * 64, tool="refund", thread_id="ledger-1", args={"amount": 5})
+    again = ledger.begin("k" * 64, tool="refund", thread_id="ledger-1", args={"amount": 5})
+    ledger.finish("k" * 64, Message.tool("refunded", tool_call_id="c1", name="refund"))
+    done = ledger.begin("k" * 64, tool="refund", thread_id="ledger-1", args={"amount": 5})
+
+    assert (first.status, again.status, done.status) == ("new", "started", "done")
+    assert done.message == Message.tool("refunded", tool_call_id="c1", name="refund")
+    row = ToolExecution.objects.get(key="k" * 64)
+    assert (row.attempts, row.status, row.tool, row.args) == (3, "done", "refund", {"amount": 5})
+
+
+def test_a_worker_that_lost_its_lease_cannot_start_a_tool() -> None:
+    service.start_run("approval", {}, thread_id="ledger-zombie")
+    old = claim_next_run("old", 30)
+    assert old is not None
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE bw_run SET lease_expires_at = now() - interval '1 second' WHERE id = %s",
+            [old.run_id],
+        )
+    sweep_expired_leases(max_attempts=5)
+    assert claim_next_run("new", 30) is not None
+
+    with pytest.raises(StaleWriterError, match="was not started"):
+        PostgresToolLedger(old).begin("z" * 64, tool="refund", thread_id="ledger-zombie", args={})
+    assert not ToolExecution.objects.filter(key="z" * 64).exists()
