@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from beamweaver_core.agent.ledger import run_recorded
 from beamweaver_core.agent.messages import Message, ToolCall
 from beamweaver_core.agent.middleware import (
     AFTER_HOOKS,
@@ -35,7 +36,6 @@ from beamweaver_core.agent.state import (
     pending_tool_calls,
     with_messages,
 )
-from beamweaver_core.agent.ledger import run_recorded
 from beamweaver_core.agent.tools import Tool, ToolRuntime
 from beamweaver_core.graph import END, START, CompiledGraph, Graph, Runtime, Send
 from beamweaver_core.llm.base import ChatModel

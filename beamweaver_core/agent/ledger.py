@@ -27,8 +27,8 @@ from beamweaver_core.agent.messages import Message
 from beamweaver_core.graph.interrupts import interrupt
 
 if TYPE_CHECKING:
-    from beamweaver_core.agent.tools import Tool, ToolRuntime
     from beamweaver_core.agent.messages import ToolCall
+    from beamweaver_core.agent.tools import Tool, ToolRuntime
 
 OUTCOME_UNKNOWN = "outcome_unknown"
 """The `kind` of the interrupt raised for an at-most-once call with an unknown outcome."""
