@@ -1,7 +1,15 @@
-"""Websocket routes of the review inbox."""
+"""Websocket routes of the review inbox: one socket per live page."""
 
 from __future__ import annotations
 
 from typing import Any
 
-websocket_urlpatterns: list[Any] = []
+from django.urls import path, re_path
+
+from reviews.consumers import InboxConsumer, ItemConsumer, ThreadConsumer
+
+websocket_urlpatterns: list[Any] = [
+    path("ws/inbox/", InboxConsumer.as_asgi()),
+    path("ws/items/<int:pk>/", ItemConsumer.as_asgi()),
+    re_path(r"^ws/threads/(?P<thread_id>[\s\S]+)/$", ThreadConsumer.as_asgi()),
+]

@@ -1,0 +1,331 @@
+"""Live pages over one websocket each: the inbox, a review item, a thread.
+
+A consumer refuses the handshake (closes before accepting) unless the session's user may
+review and may see what the page shows, and joins only the groups of that page. Messages
+from the channel layer are hints: the consumer reloads the rows from Postgres, re-checks
+that its user is still allowed, and sends the same template partials the HTTP views
+render, as htmx out-of-band swaps on stable element ids. On every (re)connect it sends
+the page's live parts again, so a page that missed hints catches up.
+
+Clients send nothing that changes state: the only frame read is a presence ping
+(`{"type": "presence.ping"}`); decisions are HTTP only.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+from importlib import import_module
+from typing import Any
+from urllib.parse import parse_qs
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncWebsocketConsumer
+from django.conf import settings
+from django.contrib.auth import SESSION_KEY, get_user_model
+from django.utils import timezone
+
+from beamweaver_core.runtime.groups import INBOX_GROUP, review_item_group, thread_group
+from reviews import inbox, partials, realtime, threads
+from reviews.models import ReviewItem, ReviewPresence
+from reviews.permissions import can_review, visible_threads
+
+logger = logging.getLogger(__name__)
+
+MAX_FRAME = 4096
+CLOSE_FORBIDDEN = 4403
+
+
+class LiveConsumer(AsyncWebsocketConsumer):
+    """What every live page shares: authentication, re-checks, and ignoring clients."""
+
+    def page_groups(self) -> list[str]:
+        """The groups to join (after `allowed` said yes)."""
+        raise NotImplementedError
+
+    def allowed(self) -> bool:
+        """Whether the user may open this page (runs in a worker thread)."""
+        raise NotImplementedError
+
+    def snapshot(self) -> str:
+        """The page's live parts as out-of-band fragments (runs in a worker thread)."""
+        raise NotImplementedError
+
+    async def connect(self) -> None:
+        self.user = self.scope.get("user")
+        self.joined: list[str] = []
+        if not await database_sync_to_async(self._allowed)():
+            await self.close(code=CLOSE_FORBIDDEN)
+            return
+        self.joined = self.page_groups()
+        for group in self.joined:
+            await self.channel_layer.group_add(group, self.channel_name)
+        await self.accept()
+        await self.opened()
+        await self.push(await database_sync_to_async(self.snapshot)())
+
+    async def opened(self) -> None:
+        """Called after accepting (presence registers here)."""
+
+    async def disconnect(self, code: int) -> None:
+        for group in self.joined:
+            await self.channel_layer.group_discard(group, self.channel_name)
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        if text_data is None or len(text_data) > MAX_FRAME:
+            return
+        try:
+            frame = json.loads(text_data)
+        except ValueError:
+            return
+        if isinstance(frame, dict) and frame.get("type") == "presence.ping":
+            await self.ping()
+
+    async def ping(self) -> None:
+        """A presence ping (only the item page cares)."""
+
+    async def push(self, html: str) -> None:
+        if html:
+            await self.send(text_data=html)
+
+    async def refresh(self, render: Any, *args: Any) -> None:
+        """Re-check the user, then render and send `render(*args)` (in a worker thread)."""
+        html = await database_sync_to_async(self._checked)(render, *args)
+        if html is None:
+            await self.close(code=CLOSE_FORBIDDEN)
+            return
+        await self.push(html)
+
+    def _checked(self, render: Any, *args: Any) -> str | None:
+        if not self._still_allowed():
+            return None
+        return str(render(*args))
+
+    def _allowed(self) -> bool:
+        return can_review(self.user) and self.allowed()
+
+    def _still_allowed(self) -> bool:
+        """The session still logs this user in, and the user may still see the page."""
+        user = self.user
+        session = self.scope.get("session")
+        key = getattr(session, "session_key", None)
+        if user is None or not getattr(user, "pk", None) or not key:
+            return False
+        store = import_module(settings.SESSION_ENGINE).SessionStore(session_key=key)
+        if str(store.get(SESSION_KEY)) != str(user.pk):
+            return False
+        fresh = get_user_model().objects.filter(pk=user.pk).first()
+        if fresh is None or not can_review(fresh):
+            return False
+        self.user = fresh
+        return self.allowed()
+
+    # Hints with nothing to do on a page are ignored (every group message needs a handler).
+    async def review_created(self, message: dict[str, Any]) -> None:
+        pass
+
+    async def review_updated(self, message: dict[str, Any]) -> None:
+        await self.review_created(message)
+
+    async def review_decided(self, message: dict[str, Any]) -> None:
+        await self.review_created(message)
+
+    async def review_cancelled(self, message: dict[str, Any]) -> None:
+        await self.review_created(message)
+
+    async def review_expired(self, message: dict[str, Any]) -> None:
+        await self.review_created(message)
+
+    async def review_presence(self, message: dict[str, Any]) -> None:
+        pass
+
+    async def run_event(self, message: dict[str, Any]) -> None:
+        pass
+
+    async def run_status(self, message: dict[str, Any]) -> None:
+        pass
+
+
+def _item_id(message: dict[str, Any]) -> int | None:
+    try:
+        return int(message.get("item_id"))  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+
+
+class InboxConsumer(LiveConsumer):
+    """An inbox page: its filters and page number come in the query string."""
+
+    def page_groups(self) -> list[str]:
+        return [INBOX_GROUP]
+
+    def allowed(self) -> bool:
+        raw = self.scope.get("query_string", b"").decode("latin-1")
+        params = {k: v[0] for k, v in parse_qs(raw).items() if v}
+        self.query = inbox.InboxQuery.from_params(params)
+        return True
+
+    def _items(self) -> Any:
+        return ReviewItem.objects.visible_to(self.user)
+
+    def snapshot(self) -> str:
+        context = partials.inbox_context(self._items(), self.query)
+        return partials.render(partials.INBOX, "inbox-list", context)
+
+    async def review_created(self, message: dict[str, Any]) -> None:
+        item_id = _item_id(message)
+        if item_id is not None:
+            await self.refresh(self._row_update, item_id, message.get("type"))
+
+    def _row_update(self, item_id: int, event: str) -> str:
+        items = self._items()
+        item = items.select_related("thread").filter(pk=item_id).first()
+        context = partials.inbox_context(items, self.query)
+        parts = []
+        if item is not None:
+            listed_on = inbox.page_number_of(items, self.query, item)
+            row = {"item": item}
+            if listed_on is None or listed_on != context["page"].number:
+                parts.append(partials.render(partials.INBOX, "inbox-row", {**row, "oob": "delete"}))
+            elif event == realtime.CREATED:
+                # Delete first: appending twice (a poll raced the push) never duplicates.
+                parts.append(partials.render(partials.INBOX, "inbox-row", {**row, "oob": "delete"}))
+                html = partials.render(partials.INBOX, "inbox-row", row)
+                parts.append(f'<div hx-swap-oob="beforeend:#inbox-rows">{html}</div>')
+            else:
+                parts.append(partials.render(partials.INBOX, "inbox-row", {**row, "oob": "true"}))
+        context["oob"] = True
+        parts.append(partials.render(partials.INBOX, "inbox-counts", context))
+        parts.append(partials.render(partials.INBOX, "inbox-pager", context))
+        return "".join(parts)
+
+
+class ItemConsumer(LiveConsumer):
+    """A review item page: its status as it changes, and who else is looking."""
+
+    def page_groups(self) -> list[str]:
+        return [review_item_group(self.item_id)]
+
+    def allowed(self) -> bool:
+        self.item_id = int(self.scope["url_route"]["kwargs"]["pk"])
+        raw = self.scope.get("query_string", b"").decode("latin-1")
+        self.digest = (parse_qs(raw).get("digest") or [""])[0][:64]
+        return ReviewItem.objects.visible_to(self.user).filter(pk=self.item_id).exists()
+
+    def snapshot(self) -> str:
+        return self._status() + self._presence()
+
+    async def opened(self) -> None:
+        await database_sync_to_async(self._here)()
+        realtime.announce_presence(self.item_id)
+
+    async def disconnect(self, code: int) -> None:
+        await super().disconnect(code)
+        if self.joined:
+            await database_sync_to_async(self._gone)()
+            realtime.announce_presence(self.item_id)
+
+    async def ping(self) -> None:
+        await database_sync_to_async(self._here)()
+
+    def _here(self) -> None:
+        ReviewPresence.objects.update_or_create(
+            channel_name=self.channel_name,
+            defaults={"item_id": self.item_id, "user": self.user, "seen_at": timezone.now()},
+        )
+
+    def _gone(self) -> None:
+        ReviewPresence.objects.filter(channel_name=self.channel_name).delete()
+
+    def _item(self) -> ReviewItem:
+        return ReviewItem.objects.select_related("thread").get(pk=self.item_id)
+
+    def _status(self) -> str:
+        item = self._item()
+        context = partials.item_context(item, self.user)
+        context["oob"] = True
+        if item.is_pending:
+            context["payload_changed"] = bool(self.digest) and self.digest != item.digest
+            return partials.render(partials.ITEM, "item-status", context)
+        context["form"] = None
+        return partials.render(partials.ITEM, "decision-panel", context)
+
+    def _presence(self) -> str:
+        context = {"viewers": partials.viewers(self._item(), self.user), "oob": True}
+        return partials.render(partials.ITEM, "presence", context)
+
+    async def review_created(self, message: dict[str, Any]) -> None:
+        if _item_id(message) == self.item_id:
+            await self.refresh(self._status)
+
+    async def review_presence(self, message: dict[str, Any]) -> None:
+        if _item_id(message) == self.item_id:
+            await self.refresh(self._presence)
+
+
+class ThreadConsumer(LiveConsumer):
+    """A thread page: run events as they happen, status, state, items, decisions."""
+
+    def page_groups(self) -> list[str]:
+        return [thread_group(self.thread_id)]
+
+    def allowed(self) -> bool:
+        self.thread_id = str(self.scope["url_route"]["kwargs"]["thread_id"])
+        return visible_threads(self.user).filter(id=self.thread_id).exists()
+
+    def _context(self) -> dict[str, Any]:
+        thread = visible_threads(self.user).get(id=self.thread_id)
+        context = partials.thread_context(thread, self.user)
+        context["oob"] = True
+        return context
+
+    def snapshot(self) -> str:
+        context = self._context()
+        del context["oob"]
+        # A top-level fragment without hx-swap-oob replaces the element with its id.
+        return partials.render(partials.THREAD, "thread-live", context)
+
+    def _parts(self, *names: str) -> str:
+        context = self._context()
+        return "".join(partials.render(partials.THREAD, name, context) for name in names)
+
+    async def review_created(self, message: dict[str, Any]) -> None:
+        await self.refresh(self._parts, "thread-items", "thread-decisions")
+
+    async def run_status(self, message: dict[str, Any]) -> None:
+        if message.get("thread_id") != self.thread_id:
+            return
+        names = ["thread-status"]
+        if message.get("status") != "running":
+            names += ["thread-items", "thread-decisions", "thread-state", "thread-history"]
+        await self.refresh(self._parts, *names)
+
+    async def run_event(self, message: dict[str, Any]) -> None:
+        record = message.get("event")
+        if message.get("thread_id") != self.thread_id or not isinstance(record, dict):
+            return
+        try:
+            run_id = uuid.UUID(str(message.get("run_id")))
+            event = threads.event_view(
+                run_id,
+                int(record.get("seq")),  # type: ignore[arg-type]
+                event=record.get("event", ""),
+                node=record.get("node", ""),
+                data=record.get("data"),
+                at=record.get("at"),
+            )
+        except (TypeError, ValueError):
+            return
+        await self.refresh(self._event_fragment, event)
+
+    def _event_fragment(self, event: dict[str, Any]) -> str:
+        html = partials.render(partials.THREAD, "run-event", {"event": event})
+        # Delete first so that a replayed event never appears twice.
+        return (
+            f'<li id="{event["dom_id"]}" hx-swap-oob="delete"></li>'
+            f'<div hx-swap-oob="beforeend:#thread-events">{html}</div>'
+        )
+
+
+__all__ = ["InboxConsumer", "ItemConsumer", "LiveConsumer", "ThreadConsumer"]

@@ -1,0 +1,241 @@
+"""The review inbox's storage: one review item per pending interrupt, the decision made on
+it, who is looking at it, and an append-only audit log.
+
+Review items are written by the runtime's `run_paused` / `run_finished` signals in the
+same transaction that records the pause (see `reviews.receivers`), so an item exists if
+and only if its interrupt was committed. Decisions are written only by
+`reviews.services.decide`.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.conf import settings
+from django.contrib.postgres.fields import ArrayField
+from django.db import models
+from django.utils import timezone
+
+from beamweaver_core.models import Run, Thread
+
+
+class ReviewItemQuerySet(models.QuerySet["ReviewItem"]):
+    def visible_to(self, user: Any) -> ReviewItemQuerySet:
+        """The items `user` may see and decide (none without the reviewer permission)."""
+        from reviews.permissions import can_review
+
+        return self if can_review(user) else self.none()
+
+    def pending(self) -> ReviewItemQuerySet:
+        return self.filter(status=ReviewItem.Status.PENDING)
+
+
+class ReviewItem(models.Model):
+    """One interrupt of a paused thread, waiting for (or given) a human answer."""
+
+    class Kind(models.TextChoices):
+        TOOL_REVIEW = "tool_review", "Tool review"
+        INTERRUPT = "interrupt", "Question"
+        BREAKPOINT = "breakpoint", "Breakpoint"
+
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        DECIDED = "decided"
+        EXPIRED = "expired"
+        CANCELLED = "cancelled"
+
+    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="review_items")
+    run = models.ForeignKey(
+        Run,
+        on_delete=models.CASCADE,
+        related_name="review_items",
+        help_text="The latest run that paused on this interrupt.",
+    )
+    graph = models.CharField(max_length=200, db_index=True)
+    interrupt_id = models.CharField(max_length=255)
+    node = models.CharField(max_length=255, blank=True, default="")
+    ns = models.TextField(blank=True, default="")
+    timing = models.CharField(max_length=8, blank=True, default="")
+    kind = models.CharField(max_length=16, choices=Kind)
+    payload_json = models.TextField(help_text="The interrupt value, canonical JSON.")
+    digest = models.CharField(max_length=64, help_text="SHA-256 of payload_json.")
+    tool_names = ArrayField(models.CharField(max_length=200), default=list, blank=True)
+    status = models.CharField(max_length=16, choices=Status, default=Status.PENDING)
+    status_reason = models.CharField(max_length=200, blank=True, default="")
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    decided_at = models.DateTimeField(null=True, blank=True)
+    due_at = models.DateTimeField(null=True, blank=True)
+    assignee = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="assigned_review_items",
+    )
+    claimed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="claimed_review_items",
+    )
+
+    objects = ReviewItemQuerySet.as_manager()
+
+    class Meta:
+        db_table = "bw_review_item"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["thread", "interrupt_id"], name="bw_review_item_one_per_interrupt"
+            ),
+        ]
+        indexes = [models.Index(fields=["status", "created_at"], name="bw_review_item_inbox_idx")]
+        ordering = ["created_at", "id"]
+        permissions = [("review", "Can review and decide items")]
+
+    def __str__(self) -> str:
+        return f"{self.get_kind_display()} #{self.pk} on {self.thread_id} ({self.status})"
+
+    @property
+    def payload(self) -> Any:
+        return json.loads(self.payload_json)
+
+    @property
+    def is_pending(self) -> bool:
+        return self.status == self.Status.PENDING
+
+
+class Decision(models.Model):
+    """The accepted answer to a review item (at most one, enforced by the database)."""
+
+    class Source(models.TextChoices):
+        WEB = "web"
+        COMMAND = "command"
+        API = "api"
+
+    item = models.OneToOneField(ReviewItem, on_delete=models.CASCADE, related_name="decision")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="review_decisions"
+    )
+    client_decision_id = models.CharField(max_length=64)
+    digest_seen = models.CharField(max_length=64)
+    body_json = models.TextField(help_text="The answer as submitted, canonical JSON.")
+    answer_json = models.TextField(help_text="The resume value delivered to the run.")
+    summary = models.CharField(max_length=200, help_text="e.g. 'approve', 'edit, reject'.")
+    outcome = models.CharField(max_length=32, default="accepted")
+    status_code = models.PositiveSmallIntegerField(default=200)
+    resume_run = models.ForeignKey(
+        Run, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    source = models.CharField(max_length=8, choices=Source, default=Source.WEB)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        db_table = "bw_review_decision"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["user", "client_decision_id"], name="bw_review_decision_client_id"
+            ),
+        ]
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.summary} on item #{self.item_id} by {self.user}"
+
+    @property
+    def body(self) -> Any:
+        return json.loads(self.body_json)
+
+    @property
+    def answer(self) -> Any:
+        return json.loads(self.answer_json)
+
+
+class AuditEventQuerySet(models.QuerySet["AuditEvent"]):
+    def update(self, **kwargs: Any) -> int:
+        raise TypeError("The audit log is append-only: audit events cannot be updated.")
+
+    def delete(self) -> Any:
+        raise TypeError("The audit log is append-only: audit events cannot be deleted.")
+
+
+class AuditEvent(models.Model):
+    """One thing that happened to a review item, kept forever: created, decided, refused
+    attempts, cancellations. Identifiers are copied so the record outlives its item."""
+
+    class Action(models.TextChoices):
+        CREATED = "created"
+        UPDATED = "updated"
+        DECIDED = "decided"
+        REFUSED = "refused"
+        CANCELLED = "cancelled"
+        EXPIRED = "expired"
+
+    at = models.DateTimeField(default=timezone.now, db_index=True)
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="review_audit_events",
+    )
+    actor_name = models.CharField(max_length=150, blank=True, default="")
+    action = models.CharField(max_length=16, choices=Action, db_index=True)
+    item = models.ForeignKey(
+        ReviewItem,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="audit_events",
+    )
+    item_ref = models.CharField(max_length=40, blank=True, default="")
+    thread_ref = models.CharField(max_length=255, blank=True, default="", db_index=True)
+    graph = models.CharField(max_length=200, blank=True, default="")
+    interrupt_id = models.CharField(max_length=255, blank=True, default="")
+    digest_seen = models.CharField(max_length=64, blank=True, default="")
+    digest_current = models.CharField(max_length=64, blank=True, default="")
+    client_decision_id = models.CharField(max_length=64, blank=True, default="")
+    summary = models.CharField(max_length=200, blank=True, default="")
+    decision = models.JSONField(null=True, blank=True)
+    diff = models.JSONField(null=True, blank=True)
+    status_code = models.PositiveSmallIntegerField(null=True, blank=True)
+    message = models.TextField(blank=True, default="")
+    source = models.CharField(max_length=8, blank=True, default="")
+
+    objects = AuditEventQuerySet.as_manager()
+
+    class Meta:
+        db_table = "bw_review_audit"
+        ordering = ["-at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.at:%Y-%m-%d %H:%M:%S} {self.actor_name or 'system'} {self.action} {self.item_ref}"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        if self.pk is not None and not self._state.adding:
+            raise TypeError("The audit log is append-only: audit events cannot be changed.")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError("The audit log is append-only: audit events cannot be deleted.")
+
+
+class ReviewPresence(models.Model):
+    """A page open on a review item right now (one row per websocket connection)."""
+
+    item = models.ForeignKey(ReviewItem, on_delete=models.CASCADE, related_name="presence")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    channel_name = models.CharField(max_length=255, unique=True)
+    seen_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        db_table = "bw_review_presence"
+        indexes = [models.Index(fields=["item", "seen_at"], name="bw_review_presence_item_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.user} on item #{self.item_id}"
+
+
+__all__ = ["AuditEvent", "Decision", "ReviewItem", "ReviewPresence"]

@@ -1,0 +1,109 @@
+"""The live parts of the pages: each is a template partial named after the element id it
+replaces, and the context it needs is built here, so the HTTP view and the websocket
+consumer render exactly the same HTML from the same rows."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from django.db.models import QuerySet
+from django.template.loader import render_to_string
+from django.utils import timezone
+
+from beamweaver_core.models import Run, Thread
+from reviews import inbox, threads
+from reviews.models import Decision, ReviewItem, ReviewPresence
+
+PRESENCE_TTL = timedelta(seconds=60)
+
+INBOX = "reviews/inbox.html"
+ITEM = "reviews/item.html"
+THREAD = "reviews/thread.html"
+
+
+def render(template: str, partial: str, context: dict[str, Any]) -> str:
+    """One partial of a page (`template#partial`) as HTML."""
+    return render_to_string(f"{template}#{partial}", context)
+
+
+def inbox_context(items: QuerySet[ReviewItem], query: inbox.InboxQuery) -> dict[str, Any]:
+    """The inbox list for `query` over the items the user may see."""
+    page = inbox.page(items, query)
+    counts = inbox.counts(items)
+    return {
+        "query": query,
+        "page": page,
+        "items": list(page.object_list),
+        "counts": counts,
+        "shown_count": page.paginator.count,
+        "statuses": inbox.STATUSES,
+        "choices": inbox.choices(items),
+    }
+
+
+def item_context(item: ReviewItem, user: Any) -> dict[str, Any]:
+    """The status, decision and presence of one item, for `user`."""
+    decision = (
+        Decision.objects.select_related("user").filter(item=item).first()
+        if item.status == ReviewItem.Status.DECIDED
+        else None
+    )
+    return {
+        "item": item,
+        "decision": decision,
+        "decided_by_you": decision is not None and decision.user_id == user.pk,
+        "viewers": viewers(item, user),
+    }
+
+
+def viewers(item: ReviewItem, user: Any) -> list[str]:
+    """Who else has the item open right now (usernames, sorted)."""
+    since = timezone.now() - PRESENCE_TTL
+    names = (
+        ReviewPresence.objects.filter(item=item, seen_at__gte=since)
+        .exclude(user_id=user.pk)
+        .values_list("user__username", flat=True)
+        .distinct()
+    )
+    return sorted(set(names))
+
+
+def thread_context(thread: Thread, user: Any) -> dict[str, Any]:
+    """Everything live on a thread page."""
+    items = list(
+        ReviewItem.objects.visible_to(user).filter(thread=thread).order_by("-created_at", "-id")
+    )
+    decisions = list(
+        Decision.objects.filter(item__thread=thread)
+        .select_related("user", "item")
+        .order_by("-created_at")
+    )
+    runs = list(Run.objects.filter(thread=thread).order_by("-created_at")[:10])
+    state = threads.current_state(thread)
+    return {
+        "thread": thread,
+        "runs": runs,
+        "active_run": next(
+            (r for r in runs if r.status in ("queued", "running", "interrupted")), None
+        ),
+        "items": items,
+        "pending_items": [i for i in items if i.is_pending],
+        "decisions": decisions,
+        "state": state,
+        "conversation": threads.conversation(state),
+        "history": threads.history(thread),
+        "events": threads.events(thread),
+    }
+
+
+__all__ = [
+    "INBOX",
+    "ITEM",
+    "THREAD",
+    "inbox_context",
+    "item_context",
+    "render",
+    "thread_context",
+    "viewers",
+]

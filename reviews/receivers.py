@@ -1,0 +1,149 @@
+"""Review items follow the runtime: created when a run pauses, cancelled when their
+interrupt is no longer pending.
+
+Both receivers run inside the runtime's transaction (the one that records the pause or the
+end of the run), so the inbox and the checkpoint can never disagree about what is pending.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from beamweaver_core.agent.review import HITL
+from beamweaver_core.exceptions import NotAReviewError
+from beamweaver_core.models import Run
+from beamweaver_core.types import Interrupt
+from reviews import payloads, realtime
+from reviews.models import AuditEvent, ReviewItem
+
+logger = logging.getLogger(__name__)
+
+SUPERSEDED = "superseded: the run moved on without this answer"
+RUN_CANCELLED = "the run was cancelled"
+RUN_COMPLETED = "the run completed without this answer"
+
+
+def classify(interrupt: Interrupt) -> tuple[str, list[str]]:
+    """The item kind of an interrupt, and the tool names it reviews."""
+    if interrupt.timing is not None:
+        return ReviewItem.Kind.BREAKPOINT, []
+    try:
+        review = HITL.from_interrupt(interrupt)
+    except NotAReviewError:
+        return ReviewItem.Kind.INTERRUPT, []
+    return ReviewItem.Kind.TOOL_REVIEW, sorted({a.name for a in review.action_requests})
+
+
+def on_run_paused(sender: Any, run: Run, interrupts: Sequence[Interrupt], **kwargs: Any) -> None:
+    """One pending review item per interrupt (idempotent); stale ones are cancelled."""
+    current = {i.id for i in interrupts}
+    _cancel_pending(run, exclude=current, reason=SUPERSEDED)
+    for interrupt in interrupts:
+        _upsert(run, interrupt)
+
+
+def on_run_finished(sender: Any, run: Run, **kwargs: Any) -> None:
+    """A cancelled run cancels its thread's pending items; a completed one supersedes them.
+
+    A failed run leaves them alone: the thread still waits on its interrupts, and a
+    re-queued run or a decision can continue it.
+    """
+    if run.status == Run.Status.CANCELLED:
+        _cancel_pending(run, exclude=set(), reason=RUN_CANCELLED)
+    elif run.status == Run.Status.SUCCEEDED:
+        _cancel_pending(run, exclude=set(), reason=RUN_COMPLETED)
+
+
+def _cancel_pending(run: Run, *, exclude: set[str], reason: str) -> None:
+    stale = (
+        ReviewItem.objects.select_for_update()
+        .filter(thread_id=run.thread_id, status=ReviewItem.Status.PENDING)
+        .exclude(interrupt_id__in=exclude)
+    )
+    now = timezone.now()
+    for item in stale:
+        item.status = ReviewItem.Status.CANCELLED
+        item.status_reason = reason
+        item.save(update_fields=["status", "status_reason", "updated_at"])
+        AuditEvent.objects.create(
+            at=now,
+            action=AuditEvent.Action.CANCELLED,
+            item=item,
+            item_ref=str(item.pk),
+            thread_ref=item.thread_id,
+            graph=item.graph,
+            interrupt_id=item.interrupt_id,
+            digest_current=item.digest,
+            message=reason,
+            source="runtime",
+        )
+        realtime.announce(realtime.CANCELLED, item.pk, item.thread_id)
+
+
+def _upsert(run: Run, interrupt: Interrupt) -> None:
+    try:
+        text = payloads.canonical(interrupt.value)
+    except ValueError:
+        logger.exception("Interrupt %s of thread %s is not JSON", interrupt.id, run.thread_id)
+        text = payloads.canonical(repr(interrupt.value))
+    kind, tools = classify(interrupt)
+    fields = {
+        "run": run,
+        "graph": run.graph,
+        "node": interrupt.node or "",
+        "ns": interrupt.ns or "",
+        "timing": interrupt.timing or "",
+        "kind": kind,
+        "payload_json": text,
+        "digest": payloads.digest(text),
+        "tool_names": tools,
+    }
+    item = (
+        ReviewItem.objects.select_for_update()
+        .filter(thread_id=run.thread_id, interrupt_id=interrupt.id)
+        .first()
+    )
+    if item is None:
+        try:
+            with transaction.atomic():
+                item = ReviewItem.objects.create(
+                    thread_id=run.thread_id, interrupt_id=interrupt.id, **fields
+                )
+        except IntegrityError:
+            logger.warning("Review item for %s/%s already exists", run.thread_id, interrupt.id)
+            return
+        _audit(item, AuditEvent.Action.CREATED, "")
+        realtime.announce(realtime.CREATED, item.pk, item.thread_id)
+        return
+    if item.status != ReviewItem.Status.PENDING:
+        return
+    changed = item.digest != fields["digest"]
+    for name, value in fields.items():
+        setattr(item, name, value)
+    item.save()
+    if changed:
+        _audit(item, AuditEvent.Action.UPDATED, "The payload changed while the item was pending.")
+        realtime.announce(realtime.UPDATED, item.pk, item.thread_id)
+
+
+def _audit(item: ReviewItem, action: str, message: str) -> None:
+    AuditEvent.objects.create(
+        action=action,
+        item=item,
+        item_ref=str(item.pk),
+        thread_ref=item.thread_id,
+        graph=item.graph,
+        interrupt_id=item.interrupt_id,
+        digest_current=item.digest,
+        summary=item.get_kind_display(),
+        message=message,
+        source="runtime",
+    )
+
+
+__all__ = ["classify", "on_run_finished", "on_run_paused"]

@@ -1,0 +1,445 @@
+"""The decision service: the one way a review item is answered (the inbox, the `resume`
+command and any API call `decide`).
+
+`decide` runs in one transaction. It locks the run that paused on the item, then the item,
+and refuses, in this order:
+
+- 404 `not_found`: no such item, or the user may not decide it (indistinguishable);
+- 422 `key_reused`: the client decision id was used by this user for another answer;
+- 409 `already_decided`: the item was decided (the message names who decided);
+- 410 `gone`: the item was cancelled (run cancelled, run moved on) or expired;
+- 409 `stale`: the answer names another interrupt than the item's;
+- 409 `payload_changed`: the digest the reviewer saw is not the item's digest;
+- 422 `invalid`: the answer fails validation (`problems` lists every problem, with the
+  same shape as `InvalidDecisionError.problems`: `index`, `field`, `message`);
+- 409 `busy`: the thread could not take the resume.
+
+Otherwise (200 `accepted`) it stores the decision (one per item, enforced by a unique
+constraint), appends the audit event and queues the resume through
+`beamweaver_core.runtime.service.resume_thread`. Re-sending the same client decision id
+with the same answer returns the first outcome again (`replayed=True`). Every refusal is
+appended to the audit log as well.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from beamweaver_core.agent.review import HITL
+from beamweaver_core.exceptions import BeamWeaverError, InvalidDecisionError, NotAReviewError
+from beamweaver_core.models import Run
+from beamweaver_core.runtime import service as runtime_service
+from reviews import payloads, realtime
+from reviews.diffs import args_diff
+from reviews.models import AuditEvent, Decision, ReviewItem
+
+logger = logging.getLogger(__name__)
+
+_CLIENT_ID = re.compile(r"^[A-Za-z0-9._:-]{1,64}$")
+_DIGEST = re.compile(r"^[0-9a-f]{64}$")
+
+
+@dataclass(frozen=True)
+class DecisionRequest:
+    """An answer to a review item, as a reviewer (or a command) sent it.
+
+    `answer` is `{"decisions": [...]}` (or the bare list) for a tool review, any JSON value
+    for a plain interrupt, and is ignored for a breakpoint (continuing takes no value).
+    `problems` carries what the caller's parsing already refused (form fields, JSON text),
+    reported together with the validator's problems if nothing else refuses first.
+    """
+
+    item_id: Any
+    user: Any
+    client_decision_id: str
+    digest: str
+    answer: Any = None
+    interrupt_id: str | None = None
+    problems: Sequence[Mapping[str, Any]] = ()
+    source: str = Decision.Source.WEB
+
+
+@dataclass(frozen=True)
+class DecisionOutcome:
+    """What happened to a decision request; `status` is the HTTP status to answer with."""
+
+    status: int
+    code: str
+    message: str
+    item: ReviewItem | None = None
+    decision: Decision | None = None
+    problems: tuple[dict[str, Any], ...] = field(default_factory=tuple)
+    replayed: bool = False
+
+    @property
+    def accepted(self) -> bool:
+        return self.status == 200
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready summary (for commands and APIs)."""
+        data: dict[str, Any] = {
+            "status": self.status,
+            "code": self.code,
+            "message": self.message,
+            "replayed": self.replayed,
+        }
+        if self.item is not None:
+            data["item"] = {
+                "id": self.item.pk,
+                "thread_id": self.item.thread_id,
+                "interrupt_id": self.item.interrupt_id,
+                "status": self.item.status,
+            }
+        if self.decision is not None:
+            data["decision"] = {
+                "summary": self.decision.summary,
+                "by": self.decision.user.get_username(),
+                "at": self.decision.created_at.isoformat(),
+                "resume_run": str(self.decision.resume_run_id or ""),
+            }
+        if self.problems:
+            data["problems"] = list(self.problems)
+        return data
+
+
+class _RunChanged(Exception):
+    """The item moved to a newer run between reading it and locking it; try again."""
+
+
+def decide(request: DecisionRequest) -> DecisionOutcome:
+    """Answer a review item (see the module docstring for the contract)."""
+    for _ in range(3):
+        try:
+            with transaction.atomic():
+                return _decide(request)
+        except _RunChanged:
+            continue
+    return DecisionOutcome(409, "busy", "The run moved on while deciding; reload and try again.")
+
+
+def _decide(request: DecisionRequest) -> DecisionOutcome:
+    visible = ReviewItem.objects.visible_to(request.user)
+    try:
+        item_id = int(request.item_id)
+    except (TypeError, ValueError):
+        item_id = None
+    run_id = visible.filter(pk=item_id).values_list("run_id", flat=True).first()
+    if run_id is None:
+        return _refuse(request, None, 404, "not_found", "No such review item.")
+    # Lock order (run, then item) matches the runtime's (cancel_run and the worker lock
+    # the run before the signal receivers touch its items), so no deadlock, and a cancel
+    # racing this decision waits for it or is waited for.
+    run = Run.objects.select_for_update().get(pk=run_id)
+    item = ReviewItem.objects.select_for_update().get(pk=item_id)
+    if item.run_id != run.pk:
+        raise _RunChanged
+    body_json = _body_json(request.answer)
+
+    prior = (
+        Decision.objects.filter(user=request.user, client_decision_id=request.client_decision_id)
+        .select_related("item", "user")
+        .first()
+    )
+    if prior is not None:
+        if prior.item_id == item.pk and prior.body_json == body_json:
+            return DecisionOutcome(
+                prior.status_code,
+                prior.outcome,
+                "This decision was already recorded; nothing was done again.",
+                item=item,
+                decision=prior,
+                replayed=True,
+            )
+        return _refuse(
+            request,
+            item,
+            422,
+            "key_reused",
+            "This decision id was already used for a different answer; reload the item and "
+            "decide again.",
+        )
+
+    if item.status == ReviewItem.Status.DECIDED:
+        decision = Decision.objects.select_related("user").filter(item=item).first()
+        who = _who(decision, request.user)
+        when = decision.created_at.strftime("%Y-%m-%d %H:%M:%S UTC") if decision else "earlier"
+        what = decision.summary if decision else "a decision"
+        return _refuse(
+            request,
+            item,
+            409,
+            "already_decided",
+            f"Already decided by {who} at {when} ({what}).",
+            decision=decision,
+        )
+    if item.status in (ReviewItem.Status.CANCELLED, ReviewItem.Status.EXPIRED):
+        reason = item.status_reason or item.status
+        return _refuse(
+            request, item, 410, "gone", f"This item is {item.status} ({reason}); nothing to decide."
+        )
+    if run.status == Run.Status.CANCELLED:
+        return _refuse(request, item, 410, "gone", "The run was cancelled; nothing to decide.")
+    if request.interrupt_id is not None and request.interrupt_id != item.interrupt_id:
+        return _refuse(
+            request,
+            item,
+            409,
+            "stale",
+            "This answer is for another interrupt than the one pending; reload the item.",
+        )
+
+    id_problems = _check_ids(request)
+    if id_problems:
+        return _refuse(
+            request,
+            item,
+            422,
+            "invalid",
+            "The decision form is incomplete; reload the item.",
+            problems=id_problems,
+        )
+    if request.digest != item.digest:
+        return _refuse(
+            request,
+            item,
+            409,
+            "payload_changed",
+            "The proposal changed since you loaded it; reload to see the current version.",
+        )
+    answer, diff, summary = None, None, ""
+    problems = [dict(p) for p in request.problems]
+    if not problems:
+        answer, diff, summary, problems = _validate(item, request.answer)
+    if problems:
+        return _refuse(
+            request,
+            item,
+            422,
+            "invalid",
+            "The decision is not valid; correct the fields marked below.",
+            problems=problems,
+        )
+    return _accept(request, item, answer=answer, body_json=body_json, diff=diff, summary=summary)
+
+
+def _accept(
+    request: DecisionRequest,
+    item: ReviewItem,
+    *,
+    answer: Any,
+    body_json: str,
+    diff: Any,
+    summary: str,
+) -> DecisionOutcome:
+    try:
+        with transaction.atomic():
+            decision = Decision.objects.create(
+                item=item,
+                user=request.user,
+                client_decision_id=request.client_decision_id,
+                digest_seen=request.digest,
+                body_json=body_json,
+                answer_json=payloads.canonical(answer),
+                summary=summary[:200],
+                source=request.source,
+            )
+            resume = runtime_service.resume_thread(
+                item.thread_id, {item.interrupt_id: answer}, user=request.user
+            )
+            decision.resume_run = resume
+            decision.save(update_fields=["resume_run"])
+    except IntegrityError:
+        return _refuse(
+            request,
+            item,
+            422,
+            "key_reused",
+            "This decision id was already used for another item; reload and decide again.",
+        )
+    except (BeamWeaverError, LookupError, ValueError) as exc:
+        logger.warning("Resume of %s refused: %s", item.thread_id, exc)
+        return _refuse(request, item, 409, "busy", f"The run could not be resumed: {exc}")
+    item.status = ReviewItem.Status.DECIDED
+    item.decided_at = decision.created_at
+    item.save(update_fields=["status", "decided_at", "updated_at"])
+    _audit(
+        request,
+        item,
+        AuditEvent.Action.DECIDED,
+        200,
+        f"Decided ({summary}); resume queued as run {resume.pk}.",
+        summary=summary,
+        decision=answer,
+        diff=diff,
+    )
+    realtime.announce(realtime.DECIDED, item.pk, item.thread_id)
+    return DecisionOutcome(
+        200,
+        "accepted",
+        f"Decision recorded ({summary}); the run resumes.",
+        item=item,
+        decision=decision,
+    )
+
+
+def _validate(item: ReviewItem, answer: Any) -> tuple[Any, Any, str, list[dict[str, Any]]]:
+    """The resume value, the diff of edits, a summary, and the problems (if any)."""
+    if item.kind == ReviewItem.Kind.BREAKPOINT:
+        return None, None, "continue", []
+    try:
+        payloads.check_value(answer)
+        size = len(payloads.canonical(answer).encode())
+    except (payloads.PayloadError, ValueError) as exc:
+        return None, None, "", [_problem(None, "answer", str(exc))]
+    if item.kind == ReviewItem.Kind.INTERRUPT:
+        if size > payloads.MAX_ANSWER_BYTES:
+            return None, None, "", [_problem(None, "answer", "The answer is larger than 64 KiB.")]
+        return answer, None, "answer", []
+    try:
+        review = HITL.from_value(item.payload, item.interrupt_id)
+    except NotAReviewError as exc:
+        return None, None, "", [_problem(None, "answer", str(exc))]
+    try:
+        decisions = HITL.validate_decisions(review, answer)
+    except InvalidDecisionError as exc:
+        return None, None, "", [dict(p) for p in exc.problems]
+    problems: list[dict[str, Any]] = []
+    diff: list[dict[str, Any]] = []
+    for index, (chosen, action) in enumerate(zip(decisions, review.action_requests, strict=True)):
+        if chosen["type"] != "edit":
+            continue
+        args = chosen["edited_action"]["args"]
+        if len(payloads.canonical(args).encode()) > payloads.MAX_ANSWER_BYTES:
+            problems.append(
+                _problem(index, "edited_action.args", "The edited arguments exceed 64 KiB.")
+            )
+            continue
+        changes = args_diff(action.args, args)
+        if changes:
+            diff.append({"index": index, "tool": action.name, "changes": changes})
+    summary = ", ".join(d["type"] for d in decisions)
+    return {"decisions": list(decisions)}, diff or None, summary, problems
+
+
+def _check_ids(request: DecisionRequest) -> list[dict[str, Any]]:
+    problems = []
+    if not _CLIENT_ID.match(request.client_decision_id or ""):
+        problems.append(
+            _problem(
+                None,
+                "client_decision_id",
+                "A client decision id (1-64 letters, digits, '.', '_', ':' or '-') is required.",
+            )
+        )
+    if not _DIGEST.match(request.digest or ""):
+        problems.append(
+            _problem(None, "digest", "The digest of the payload you reviewed is required.")
+        )
+    return problems
+
+
+def _problem(index: int | None, field_name: str, message: str) -> dict[str, Any]:
+    return {"index": index, "field": field_name, "message": message}
+
+
+def _body_json(answer: Any) -> str:
+    try:
+        return payloads.canonical(answer)
+    except (ValueError, TypeError):
+        return payloads.canonical(repr(answer))
+
+
+def _who(decision: Decision | None, user: Any) -> str:
+    if decision is None:
+        return "another reviewer"
+    if decision.user_id == getattr(user, "pk", None):
+        return "you"
+    return decision.user.get_username()
+
+
+def _refuse(
+    request: DecisionRequest,
+    item: ReviewItem | None,
+    status: int,
+    code: str,
+    message: str,
+    *,
+    problems: Sequence[Mapping[str, Any]] = (),
+    decision: Decision | None = None,
+) -> DecisionOutcome:
+    _audit(
+        request,
+        item,
+        AuditEvent.Action.REFUSED,
+        status,
+        f"{code}: {message}",
+        summary=code,
+        decision=_jsonable_or_none(request.answer),
+        problems=problems,
+    )
+    return DecisionOutcome(
+        status,
+        code,
+        message,
+        item=item,
+        decision=decision,
+        problems=tuple(dict(p) for p in problems),
+    )
+
+
+def _jsonable_or_none(value: Any) -> Any:
+    try:
+        payloads.check_value(value)
+        text = payloads.canonical(value)
+    except (payloads.PayloadError, ValueError, TypeError):
+        return None
+    if len(text) > payloads.MAX_ANSWER_BYTES:
+        return None
+    return value
+
+
+def _audit(
+    request: DecisionRequest,
+    item: ReviewItem | None,
+    action: str,
+    status: int,
+    message: str,
+    *,
+    summary: str = "",
+    decision: Any = None,
+    diff: Any = None,
+    problems: Sequence[Mapping[str, Any]] = (),
+) -> None:
+    user = request.user if getattr(request.user, "pk", None) is not None else None
+    if problems:
+        message += "\n" + "\n".join(str(p.get("message", "")) for p in problems)
+    AuditEvent.objects.create(
+        at=timezone.now(),
+        actor=user,
+        actor_name=user.get_username() if user is not None else "",
+        action=action,
+        item=item,
+        item_ref=str(item.pk if item is not None else request.item_id)[:40],
+        thread_ref=item.thread_id if item is not None else "",
+        graph=item.graph if item is not None else "",
+        interrupt_id=item.interrupt_id if item is not None else "",
+        digest_seen=(request.digest or "")[:64],
+        digest_current=item.digest if item is not None else "",
+        client_decision_id=(request.client_decision_id or "")[:64],
+        summary=summary[:200],
+        decision=decision,
+        diff=diff,
+        status_code=status,
+        message=message[:10_000],
+        source=request.source,
+    )
+
+
+__all__ = ["DecisionOutcome", "DecisionRequest", "decide"]

@@ -1,0 +1,339 @@
+"""The inbox pages. Each view works as a plain HTML page first; an htmx request gets the
+partial named after the element it replaces (`template#partial`)."""
+
+from __future__ import annotations
+
+import csv
+from typing import Any
+from urllib.parse import quote
+
+from django.contrib import messages
+from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent
+from django.core.paginator import Paginator
+from django.db.models import Q
+from django.http import (
+    Http404,
+    HttpRequest,
+    HttpResponse,
+    HttpResponseRedirect,
+    StreamingHttpResponse,
+)
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django_htmx.http import retarget
+
+from beamweaver_core.exceptions import BeamWeaverError
+from beamweaver_core.models import Run
+from beamweaver_core.runtime import service as runtime_service
+from reviews import forms, inbox, partials, services, threads
+from reviews.models import AuditEvent, ReviewItem
+from reviews.permissions import reviewer_required, visible_threads
+
+AUDIT_PAGE_SIZE = 50
+
+
+def _partial(request: HttpRequest, template: str, name: str) -> str:
+    return f"{template}#{name}" if request.htmx else template
+
+
+def _posted(request: HttpRequest) -> Any:
+    """The POST data, or `None` if the body is over Django's size or field limits."""
+    try:
+        return request.POST
+    except (RequestDataTooBig, TooManyFieldsSent):
+        return None
+
+
+def _too_large() -> HttpResponse:
+    return HttpResponse(
+        "The request is too large.", status=413, content_type="text/plain; charset=utf-8"
+    )
+
+
+@require_GET
+@reviewer_required
+def inbox_view(request: HttpRequest) -> HttpResponse:
+    """Pending items, oldest first; filters, search and pages in the query string."""
+    query = inbox.InboxQuery.from_params(request.GET)
+    items = ReviewItem.objects.visible_to(request.user)
+    context = partials.inbox_context(items, query)
+    context["ws_url"] = "/ws/inbox/" + (f"?{query.params()}" if query.params() else "")
+    return render(request, _partial(request, partials.INBOX, "inbox-list"), context)
+
+
+def _item_or_404(request: HttpRequest, pk: int) -> ReviewItem:
+    return get_object_or_404(
+        ReviewItem.objects.visible_to(request.user).select_related("thread", "run"), pk=pk
+    )
+
+
+def _item_page(
+    request: HttpRequest,
+    item: ReviewItem,
+    *,
+    form: forms.ReviewForm | None = None,
+    outcome: services.DecisionOutcome | None = None,
+    status: int = 200,
+) -> HttpResponse:
+    context = partials.item_context(item, request.user)
+    context.update(
+        {
+            "form": form or forms.review_form(item),
+            "outcome": outcome,
+            "thread": item.thread,
+            "ws_url": f"/ws/items/{item.pk}/?digest={item.digest}",
+        }
+    )
+    if not request.htmx:
+        state = threads.current_state(item.thread)
+        context["conversation"] = threads.conversation(state)
+        context["next_item"] = (
+            ReviewItem.objects.visible_to(request.user)
+            .pending()
+            .exclude(pk=item.pk)
+            .order_by("created_at", "id")
+            .first()
+        )
+    template = _partial(request, partials.ITEM, "decision-panel")
+    return render(request, template, context, status=status)
+
+
+@require_GET
+@reviewer_required
+def item_view(request: HttpRequest, pk: int) -> HttpResponse:
+    """One review item: the conversation, the proposal and the decision form."""
+    item = _item_or_404(request, pk)
+    if request.htmx and request.htmx.target == "item-status":
+        context = partials.item_context(item, request.user)
+        if item.is_pending:
+            return render(request, f"{partials.ITEM}#item-status", context)
+        context["form"] = None
+        return retarget(
+            render(request, f"{partials.ITEM}#decision-panel", context), "#decision-panel"
+        )
+    return _item_page(request, item)
+
+
+@require_POST
+@reviewer_required
+def decide_view(request: HttpRequest, pk: int) -> HttpResponse:
+    """Decide an item (see `reviews.services.decide` for every outcome)."""
+    data = _posted(request)
+    if data is None:
+        return _too_large()
+    item = ReviewItem.objects.visible_to(request.user).filter(pk=pk).first()
+    if item is None:
+        # Through the service anyway, so that the attempt is audited like any refusal.
+        services.decide(
+            services.DecisionRequest(
+                item_id=pk,
+                user=request.user,
+                client_decision_id=str(data.get("client_decision_id", "")),
+                digest=str(data.get("digest", "")),
+            )
+        )
+        raise Http404("No such review item.")
+    form = forms.review_form(item)
+    outcome = services.decide(forms.decision_request(item, data, request.user, form))
+    if outcome.status == 404:
+        raise Http404("No such review item.")
+    item.refresh_from_db()
+    if outcome.accepted and not request.htmx:
+        messages.success(request, outcome.message)
+        return HttpResponseRedirect(reverse("reviews:item", args=[item.pk]))
+    bound = None
+    if outcome.status == 422 and item.is_pending:
+        bound = forms.review_form(item, data, outcome.problems)
+    return _item_page(request, item, form=bound, outcome=outcome, status=outcome.status)
+
+
+@require_POST
+@reviewer_required
+def preview_edit_view(request: HttpRequest, pk: int, index: int) -> HttpResponse:
+    """The field-level diff of an edit against the proposal (nothing is decided)."""
+    data = _posted(request)
+    if data is None:
+        return _too_large()
+    item = _item_or_404(request, pk)
+    form = forms.review_form(item, data)
+    if not 0 <= index < len(form.actions):
+        raise Http404("No such action.")
+    card = form.actions[index]
+    forms.preview(card, data)
+    if request.htmx:
+        return render(
+            request,
+            f"{partials.ITEM}#edit-diff",
+            {"card": card, "item": item, "show_problems": True},
+        )
+    return _item_page(request, item, form=form)
+
+
+@require_GET
+@reviewer_required
+def thread_view(request: HttpRequest, thread_id: str) -> HttpResponse:
+    """A thread: status, live run progress, state, history, review items, decisions."""
+    thread = get_object_or_404(visible_threads(request.user), id=thread_id)
+    context = partials.thread_context(thread, request.user)
+    context["ws_url"] = f"/ws/threads/{quote(thread.id, safe='')}/"
+    return render(request, _partial(request, partials.THREAD, "thread-live"), context)
+
+
+@require_POST
+@reviewer_required
+def cancel_run_view(request: HttpRequest, thread_id: str) -> HttpResponse:
+    """Cancel the thread's active run (its pending items are cancelled with it)."""
+    thread = get_object_or_404(visible_threads(request.user), id=thread_id)
+    run = (
+        Run.objects.filter(thread=thread, status__in=["queued", "running", "interrupted"])
+        .order_by("-created_at")
+        .first()
+    )
+    if run is None:
+        messages.info(request, "The thread has no active run to cancel.")
+    else:
+        try:
+            runtime_service.cancel_run(run.id, user=request.user)
+        except (BeamWeaverError, LookupError) as exc:
+            messages.error(request, str(exc))
+        else:
+            messages.success(request, "The run was cancelled.")
+    return redirect("reviews:thread", thread_id=thread.id)
+
+
+@require_http_methods(["GET", "POST"])
+@reviewer_required
+def start_run_view(request: HttpRequest) -> HttpResponse:
+    """Pick a registered graph, type its input, then watch it on its thread page."""
+    if request.method == "POST":
+        data = _posted(request)
+        if data is None:
+            return _too_large()
+        form = forms.StartRunForm(data)
+        if form.is_valid():
+            try:
+                run = runtime_service.start_run(
+                    form.cleaned_data["graph"], form.cleaned_data["input"], user=request.user
+                )
+            except (BeamWeaverError, LookupError, ValueError) as exc:
+                form.add_error(None, str(exc))
+            else:
+                return redirect("reviews:thread", thread_id=run.thread_id)
+        status = 422
+    else:
+        form = forms.StartRunForm(initial={"graph": request.GET.get("graph", "")})
+        status = 200
+    agents = [name for name, _ in form.fields["graph"].choices if forms.is_agent(str(name))]
+    return render(
+        request, "reviews/start_run.html", {"form": form, "agents": agents}, status=status
+    )
+
+
+def _audit_events(request: HttpRequest) -> tuple[Any, dict[str, str]]:
+    filters = {
+        key: str(request.GET.get(key, "")).strip()[:200]
+        for key in ("actor", "action", "thread", "graph", "item")
+    }
+    events = AuditEvent.objects.select_related("actor").all()
+    if filters["actor"]:
+        events = events.filter(actor_name=filters["actor"])
+    if filters["action"]:
+        events = events.filter(action=filters["action"])
+    if filters["thread"]:
+        events = events.filter(thread_ref__icontains=filters["thread"])
+    if filters["graph"]:
+        events = events.filter(graph=filters["graph"])
+    if filters["item"]:
+        events = events.filter(Q(item_ref=filters["item"]))
+    return events, filters
+
+
+@require_GET
+@reviewer_required
+def audit_view(request: HttpRequest) -> HttpResponse:
+    """The audit log: every decision and refused attempt; filterable; CSV export."""
+    events, filters = _audit_events(request)
+    if request.GET.get("format") == "csv":
+        return _audit_csv(events)
+    page = Paginator(events, AUDIT_PAGE_SIZE).get_page(request.GET.get("page"))
+    query = "&".join(f"{k}={quote(v)}" for k, v in filters.items() if v)
+    context = {
+        "page": page,
+        "filters": filters,
+        "query": query,
+        "actions": AuditEvent.Action.choices,
+    }
+    return render(request, _partial(request, "reviews/audit.html", "audit-list"), context)
+
+
+class _Echo:
+    def write(self, value: str) -> str:
+        return value
+
+
+def _csv_cell(value: Any) -> str:
+    text = "" if value is None else str(value)
+    # Spreadsheets run cells starting with these as formulas.
+    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
+
+
+_AUDIT_COLUMNS = (
+    "at",
+    "actor_name",
+    "action",
+    "item_ref",
+    "thread_ref",
+    "graph",
+    "interrupt_id",
+    "summary",
+    "status_code",
+    "digest_seen",
+    "digest_current",
+    "client_decision_id",
+    "decision",
+    "diff",
+    "message",
+    "source",
+)
+
+
+def _audit_csv(events: Any) -> StreamingHttpResponse:
+    from reviews.payloads import canonical
+
+    writer = csv.writer(_Echo())
+
+    def rows() -> Any:
+        yield writer.writerow(_AUDIT_COLUMNS)
+        for event in events.iterator(chunk_size=500):
+            values = []
+            for column in _AUDIT_COLUMNS:
+                value = getattr(event, column)
+                if column in ("decision", "diff") and value is not None:
+                    value = canonical(value)
+                elif column == "at":
+                    value = value.isoformat()
+                values.append(_csv_cell(value))
+            yield writer.writerow(values)
+
+    response = StreamingHttpResponse(rows(), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = 'attachment; filename="beamweaver-audit.csv"'
+    return response
+
+
+def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
+    """A refused CSRF check: most often a session that changed in another tab."""
+    return render(request, "reviews/csrf_failure.html", {"reason": reason}, status=403)
+
+
+__all__ = [
+    "audit_view",
+    "cancel_run_view",
+    "csrf_failure",
+    "decide_view",
+    "inbox_view",
+    "item_view",
+    "preview_edit_view",
+    "start_run_view",
+    "thread_view",
+]

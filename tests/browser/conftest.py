@@ -1,0 +1,166 @@
+"""End-to-end tests in Debian's Chromium against a live server.
+
+The server is a real daphne (`manage.py runserver --insecure`, which is daphne's
+runserver serving the static files too) in a child process, on the tests' database, with
+the in-process worker and the in-memory channel layer: everything a run, a decision and a
+live push go through happens inside that one server process, exactly as in the
+single-machine product. The test process writes users and sessions to the database (the
+tests are transactional, so the server sees them) and drives the browsers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from django.test import Client
+
+from tests.reviews.conftest import _review_graphs  # noqa: F401  (registers the graphs)
+from tests.reviews.graphs import REVIEW_GRAPHS
+from tests.support.processes import ROOT, child_env
+
+CHROMIUM = "/usr/bin/chromium"
+
+# Playwright's sync API runs an event loop in this thread; the ORM calls the tests make
+# between browser steps are plain synchronous code.
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _wait_until_up(url: str, proc: subprocess.Popen[Any], log: Path, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"The server exited ({proc.returncode}):\n{log.read_text()}")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.2)
+    raise RuntimeError(f"The server did not start within {timeout}s:\n{log.read_text()}")
+
+
+@pytest.fixture(scope="session")
+def daphne_server(
+    django_db_setup: Any, django_db_blocker: Any, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[str]:
+    """A daphne serving the project on the test database; yields its base URL."""
+    with django_db_blocker.unblock():
+        env = child_env(
+            BEAMWEAVER_GRAPHS=json.dumps(REVIEW_GRAPHS),
+            BEAMWEAVER_WORKER_MODE="inline",
+            BEAMWEAVER_POLL_SECONDS="0.2",
+            BEAMWEAVER_DEMO_MODEL="scripted",
+            BEAMWEAVER_LOG_LEVEL="WARNING",
+            DEBUG="0",
+        )
+    env.pop("REDIS_URL", None)
+    port = _free_port()
+    base = f"http://127.0.0.1:{port}"
+    log = tmp_path_factory.mktemp("server") / "daphne.log"
+    with log.open("w") as out:
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                str(ROOT / "manage.py"),
+                "runserver",
+                f"127.0.0.1:{port}",
+                "--noreload",
+                "--insecure",
+                "--skip-checks",
+            ],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            cwd=ROOT,
+        )
+    try:
+        _wait_until_up(f"{base}/accounts/login/", proc, log)
+        yield base
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    if not Path(CHROMIUM).exists():
+        pytest.skip("Debian's Chromium is not installed at /usr/bin/chromium")
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(
+            executable_path=CHROMIUM,
+            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"],
+        )
+        yield chromium
+        chromium.close()
+
+
+class Session:
+    """A logged-in browser context for one user; records dialogs and page errors."""
+
+    def __init__(self, browser: Any, base: str, user: User) -> None:
+        client = Client()
+        client.force_login(user)
+        self.base = base
+        self.context = browser.new_context(viewport={"width": 1100, "height": 900})
+        self.context.add_cookies(
+            [{"name": "sessionid", "value": client.cookies["sessionid"].value, "url": base}]
+        )
+        self.dialogs: list[str] = []
+        self.errors: list[str] = []
+        self.requests: list[str] = []
+        self.page = self.context.new_page()
+        self.page.on("dialog", self._dialog)
+        self.page.on("pageerror", lambda exc: self.errors.append(str(exc)))
+        self.page.on("request", lambda request: self.requests.append(request.url))
+
+    def _dialog(self, dialog: Any) -> None:
+        self.dialogs.append(dialog.message)
+        dialog.dismiss()
+
+    def open(self, path: str) -> Any:
+        self.page.goto(self.base + path)
+        return self.page
+
+    def wait_live(self) -> None:
+        """Wait until the page's websocket is open (its first resync has been sent)."""
+        self.page.wait_for_selector('#live-status[data-state="open"]', timeout=10_000)
+
+    def close(self) -> None:
+        self.context.close()
+
+
+@pytest.fixture
+def sessions(browser: Any, daphne_server: str) -> Iterator[Any]:
+    opened: list[Session] = []
+
+    def open_session(user: User) -> Session:
+        session = Session(browser, daphne_server, user)
+        opened.append(session)
+        return session
+
+    yield open_session
+    for session in opened:
+        session.close()

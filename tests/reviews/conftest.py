@@ -1,0 +1,70 @@
+"""Fixtures of the inbox tests: reviewers, the review test graphs, and running runs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import Permission, User
+from django.test import Client
+
+from beamweaver_core.models import Run
+from beamweaver_core.runtime import service
+from beamweaver_core.runtime.execution import execute
+from beamweaver_core.runtime.queue import claim_next_run
+from reviews.models import ReviewItem
+from tests.reviews.graphs import REVIEW_GRAPHS
+
+PASSWORD = "correct horse battery staple"
+
+
+@pytest.fixture(autouse=True)
+def _review_graphs(request: pytest.FixtureRequest) -> Any:
+    if not request.node.get_closest_marker("django_db"):
+        yield
+        return
+    settings = request.getfixturevalue("settings")
+    settings.BEAMWEAVER = {
+        **settings.BEAMWEAVER,
+        "GRAPHS": {**settings.BEAMWEAVER["GRAPHS"], **REVIEW_GRAPHS},
+    }
+    yield
+
+
+def make_reviewer(username: str, *, reviewer: bool = True, **extra: Any) -> User:
+    user = User.objects.create_user(username, password=PASSWORD, **extra)
+    if reviewer:
+        user.user_permissions.add(Permission.objects.get(codename="review"))
+    return user
+
+
+def client_for(user: User, **kwargs: Any) -> Client:
+    client = Client(**kwargs)
+    client.force_login(user)
+    return client
+
+
+def run_next() -> Run:
+    """Claim and execute the oldest queued run in this thread."""
+    claim = claim_next_run("test-worker", 30.0)
+    assert claim is not None, "no queued run"
+    execute(claim)
+    return Run.objects.get(id=claim.run_id)
+
+
+def pause(graph: str = "tool_review", input: dict[str, Any] | None = None, **kwargs: Any) -> ReviewItem:
+    """Start a run and execute it until it pauses; return its (first) review item."""
+    run = service.start_run(graph, input or {}, **kwargs)
+    done = run_next()
+    assert done.status == "interrupted", done.error
+    return ReviewItem.objects.filter(thread_id=run.thread_id).order_by("id").first()  # type: ignore[return-value]
+
+
+@pytest.fixture
+def alice(db: Any) -> User:
+    return make_reviewer("alice")
+
+
+@pytest.fixture
+def bob(db: Any) -> User:
+    return make_reviewer("bob")
