@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
+from csp.constants import NONCE
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("BEAMWEAVER_VAR_DIR") or BASE_DIR / "var")
 
@@ -204,13 +206,17 @@ SECURE_HSTS_PRELOAD = HTTPS
 if _env_bool("BEAMWEAVER_BEHIND_PROXY", False):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 SESSION_COOKIE_AGE = 60 * 60 * 12
+# A refused CSRF check most often means the session changed in another tab; say so.
+CSRF_FAILURE_VIEW = "reviews.views.csrf_failure"
 # Decisions are small JSON documents; bigger bodies are refused before parsing (413).
 DATA_UPLOAD_MAX_MEMORY_SIZE = 512 * 1024
 
+# csp.constants.NONCE (not the string "'nonce'") is what django-csp replaces with the
+# request's nonce.
 CONTENT_SECURITY_POLICY = {
     "DIRECTIVES": {
         "default-src": ["'self'"],
-        "script-src": ["'self'", "'nonce'"],
+        "script-src": ["'self'", NONCE],
         "style-src": ["'self'"],
         "img-src": ["'self'", "data:"],
         "connect-src": ["'self'"],

@@ -67,7 +67,9 @@ class InboxQuery:
         if self.tool:
             items = items.filter(tool_names__contains=[self.tool])
         if self.q:
-            items = items.filter(Q(thread_id__icontains=self.q) | Q(payload_json__icontains=self.q))
+            items = items.filter(
+                Q(thread__id__icontains=self.q) | Q(payload_json__icontains=self.q)
+            )
         return items.order_by("created_at", "id")
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -123,6 +124,7 @@ def event_view(
         "run_id": str(run_id),
         "seq": int(seq),
         "event": str(event),
+        "css": re.sub(r"[^a-z0-9]+", "-", str(event).lower()).strip("-"),
         "node": str(node or ""),
         "summary": _summary(data),
         "at": at,

@@ -52,7 +52,9 @@ def run_next() -> Run:
     return Run.objects.get(id=claim.run_id)
 
 
-def pause(graph: str = "tool_review", input: dict[str, Any] | None = None, **kwargs: Any) -> ReviewItem:
+def pause(
+    graph: str = "tool_review", input: dict[str, Any] | None = None, **kwargs: Any
+) -> ReviewItem:
     """Start a run and execute it until it pauses; return its (first) review item."""
     run = service.start_run(graph, input or {}, **kwargs)
     done = run_next()

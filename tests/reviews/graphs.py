@@ -84,9 +84,7 @@ def _propose(state: dict[str, Any]) -> dict[str, Any]:
 
 def _act(state: dict[str, Any]) -> dict[str, Any]:
     executed = []
-    for decision, call in zip(
-        state["decisions"], state.get("calls") or DEFAULT_CALLS, strict=True
-    ):
+    for decision, call in zip(state["decisions"], state.get("calls") or DEFAULT_CALLS, strict=True):
         if decision["type"] == "approve":
             executed.append(call)
         elif decision["type"] == "edit":

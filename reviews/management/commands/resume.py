@@ -1,0 +1,169 @@
+"""`manage.py resume THREAD_ID (--value JSON | --decisions JSON) [--interrupt ID]
+[--user USERNAME]`: answer a pending review item exactly as the inbox would."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Permission
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from reviews import payloads
+from reviews.models import Decision, ReviewItem
+from reviews.permissions import can_review
+from reviews.services import DecisionRequest, decide
+
+SYSTEM_USERNAME = "beamweaver-system"
+
+
+def system_user() -> Any:
+    """The reviewer commands decide as when no `--user` is given (cannot log in)."""
+    User = get_user_model()
+    user, created = User.objects.get_or_create(
+        username=SYSTEM_USERNAME, defaults={"first_name": "BeamWeaver", "last_name": "system"}
+    )
+    if created:
+        user.set_unusable_password()
+        user.save()
+    if not can_review(user):
+        user.user_permissions.add(
+            Permission.objects.get(content_type__app_label="reviews", codename="review")
+        )
+        user = User.objects.get(pk=user.pk)
+    return user
+
+
+class Command(BaseCommand):
+    help = (
+        "Answer a pending review item of a thread through the same decision service as the "
+        "inbox (same validation, same audit). Tool reviews take --decisions (a JSON list, one "
+        'decision per action request, e.g. \'[{"type": "approve"}]\'); interrupt() '
+        "questions take --value (any JSON); breakpoints take --value null. Exit status 0 "
+        "when the decision is accepted, 1 when it is refused (the reason is printed)."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("thread_id", help="The thread whose pending item to answer.")
+        answer = parser.add_mutually_exclusive_group(required=True)
+        answer.add_argument("--value", help="The answer as JSON (interrupt() questions).")
+        answer.add_argument("--decisions", help="Tool review decisions as a JSON list.")
+        parser.add_argument(
+            "--interrupt", default=None, help="The interrupt id (when several are pending)."
+        )
+        parser.add_argument(
+            "--user",
+            default=None,
+            help=f"Decide as this reviewer (default: the {SYSTEM_USERNAME!r} user).",
+        )
+        parser.add_argument(
+            "--digest",
+            default=None,
+            help="The payload digest you reviewed (from `pending --json`); refused if it changed.",
+        )
+        parser.add_argument(
+            "--decision-id",
+            default=None,
+            help="A client decision id; repeating the command with it does nothing twice.",
+        )
+        parser.add_argument(
+            "--json", action="store_true", dest="as_json", help="Print the outcome as JSON."
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        user = self._user(options["user"])
+        item = self._item(options["thread_id"], options["interrupt"], user)
+        text = options["decisions"] if options["decisions"] is not None else options["value"]
+        problems: list[dict[str, Any]] = []
+        try:
+            answer = payloads.parse_json(text)
+        except payloads.PayloadError as exc:
+            answer = None
+            problems.append({"index": None, "field": "answer", "message": str(exc)})
+        if not problems:
+            answer, found = _shape(item, answer, options["decisions"] is not None)
+            problems.extend(found)
+        outcome = decide(
+            DecisionRequest(
+                item_id=item.pk,
+                user=user,
+                client_decision_id=options["decision_id"] or uuid.uuid4().hex,
+                digest=options["digest"] or item.digest,
+                interrupt_id=item.interrupt_id,
+                answer=answer,
+                problems=problems,
+                source=Decision.Source.COMMAND,
+            )
+        )
+        if options["as_json"]:
+            self.stdout.write(json.dumps(outcome.to_dict(), indent=2, sort_keys=True))
+        elif outcome.accepted:
+            run = outcome.decision.resume_run_id if outcome.decision else ""
+            self.stdout.write(f"{outcome.message} Item #{item.pk}; resume run {run}.")
+        if not outcome.accepted:
+            details = "".join(f"\n  - {p['message']}" for p in outcome.problems)
+            raise CommandError(f"HTTP {outcome.status} {outcome.code}: {outcome.message}{details}")
+
+    def _user(self, username: str | None) -> Any:
+        if username is None:
+            return system_user()
+        user = get_user_model().objects.filter(username=username).first()
+        if user is None or not can_review(user):
+            raise CommandError(
+                f"No active user {username!r} with the reviewer permission (reviews.review)."
+            )
+        return user
+
+    def _item(self, thread_id: str, interrupt_id: str | None, user: Any) -> ReviewItem:
+        pending = ReviewItem.objects.visible_to(user).pending().filter(thread_id=thread_id)
+        if interrupt_id is not None:
+            item = pending.filter(interrupt_id=interrupt_id).first()
+            if item is None:
+                raise CommandError(
+                    f"Thread {thread_id!r} has no pending interrupt {interrupt_id!r}; "
+                    f"pending: {_ids(pending)}."
+                )
+            return item
+        items = list(pending.order_by("created_at", "id"))
+        if not items:
+            raise CommandError(
+                f"Thread {thread_id!r} has no pending review item (see `manage.py pending`)."
+            )
+        if len(items) > 1:
+            raise CommandError(
+                f"Thread {thread_id!r} has {len(items)} pending interrupts; choose one with "
+                f"--interrupt: {_ids(pending)}."
+            )
+        return items[0]
+
+
+def _ids(items: Any) -> str:
+    return ", ".join(items.values_list("interrupt_id", flat=True)) or "none"
+
+
+def _shape(item: ReviewItem, answer: Any, as_decisions: bool) -> tuple[Any, list[dict[str, Any]]]:
+    """The answer in the shape the decision service expects for the item's kind."""
+    if item.kind == ReviewItem.Kind.TOOL_REVIEW:
+        if isinstance(answer, list):
+            answer = {"decisions": answer}
+        return answer, []
+    if as_decisions:
+        return answer, [
+            {
+                "index": None,
+                "field": "answer",
+                "message": f"Item #{item.pk} is a {item.get_kind_display().lower()}, not a tool "
+                "review; answer it with --value.",
+            }
+        ]
+    if item.kind == ReviewItem.Kind.BREAKPOINT and answer is not None:
+        return answer, [
+            {
+                "index": None,
+                "field": "answer",
+                "message": "A breakpoint takes no answer; continue it with --value null.",
+            }
+        ]
+    return answer, []
