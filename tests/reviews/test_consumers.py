@@ -1,0 +1,353 @@
+"""The live pages' websocket consumers, driven with `WebsocketCommunicator`."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from typing import Any
+
+import pytest
+from asgiref.sync import sync_to_async
+from channels.auth import AuthMiddlewareStack
+from channels.layers import get_channel_layer
+from channels.routing import URLRouter
+from channels.security.websocket import AllowedHostsOriginValidator
+from channels.testing import WebsocketCommunicator
+from django.contrib.auth.models import Permission, User
+from django.test import Client
+
+from beamweaver_core.runtime.groups import INBOX_GROUP, review_item_group, thread_group
+from reviews.models import Decision, ReviewItem, ReviewPresence
+from reviews.routing import websocket_urlpatterns
+from tests.reviews.conftest import make_reviewer, pause
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+APP = AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns)))
+XSS = '<img src=x onerror=alert(1)> id="inbox-rows" hx-swap-oob="true"'
+
+
+def session_cookie(user: User) -> str:
+    client = Client()
+    client.force_login(user)
+    return client.cookies["sessionid"].value
+
+
+async def connect(
+    path: str, user: User | None = None, origin: str = "http://localhost"
+) -> tuple[WebsocketCommunicator, bool]:
+    headers = [(b"origin", origin.encode()), (b"host", b"localhost")]
+    if user is not None:
+        key = await sync_to_async(session_cookie)(user)
+        headers.append((b"cookie", f"sessionid={key}".encode()))
+    communicator = WebsocketCommunicator(APP, path, headers=headers)
+    connected, _ = await communicator.connect(timeout=5)
+    return communicator, connected
+
+
+async def hint(group: str, message: dict[str, Any]) -> None:
+    await get_channel_layer().group_send(group, message)
+
+
+def reviewer(name: str = "alice") -> Any:
+    return sync_to_async(make_reviewer)(name)
+
+
+async def test_anonymous_users_are_refused_before_accept() -> None:
+    _, connected = await connect("/ws/inbox/")
+
+    assert connected is False
+
+
+async def test_users_without_the_reviewer_permission_are_refused() -> None:
+    outsider = await sync_to_async(make_reviewer)("mallory", reviewer=False)
+
+    _, connected = await connect("/ws/inbox/", outsider)
+
+    assert connected is False
+
+
+async def test_unknown_items_and_threads_are_refused() -> None:
+    alice = await reviewer()
+
+    _, item_ok = await connect("/ws/items/999/", alice)
+    _, thread_ok = await connect("/ws/threads/nope/", alice)
+
+    assert (item_ok, thread_ok) == (False, False)
+
+
+@pytest.mark.parametrize("origin", ["http://evil.example", "null", "http://localhost.evil.example"])
+async def test_other_origins_are_refused(origin: str) -> None:
+    alice = await reviewer()
+
+    _, connected = await connect("/ws/inbox/", alice, origin=origin)
+
+    assert connected is False
+
+
+async def test_the_inbox_resyncs_on_connect() -> None:
+    alice = await reviewer()
+    item = await sync_to_async(pause)()
+
+    communicator, connected = await connect("/ws/inbox/", alice)
+    snapshot = await communicator.receive_from(timeout=5)
+
+    assert connected
+    assert snapshot.lstrip().startswith('<section id="inbox-list"')
+    assert f'<li id="item-row-{item.pk}"' in snapshot
+    await communicator.disconnect()
+
+
+async def test_a_new_item_is_appended_and_its_untrusted_text_escaped() -> None:
+    alice = await reviewer()
+    communicator, _ = await connect("/ws/inbox/", alice)
+    await communicator.receive_from(timeout=5)
+    item = await sync_to_async(pause)(thread_id=XSS)
+
+    await hint(INBOX_GROUP, {"type": "review.created", "item_id": item.pk, "thread_id": XSS})
+    fragment = await communicator.receive_from(timeout=5)
+
+    assert fragment.startswith(
+        f'\n<li id="item-row-{item.pk}" class="row status-pending" hx-swap-oob="delete">'
+    )
+    assert '<div hx-swap-oob="beforeend:#inbox-rows">' in fragment
+    assert "<img" not in fragment
+    assert "&lt;img src=x onerror=alert(1)&gt;" in fragment
+    ids = re.findall(r'\sid="([^"]+)"', fragment)
+    assert ids == [
+        f"item-row-{item.pk}",
+        f"item-row-{item.pk}",
+        "inbox-counts",
+        "inbox-heading",
+        "inbox-pager",
+    ]
+    oob_values = re.findall(r'hx-swap-oob="([^"]+)"', fragment)
+    assert oob_values == ["delete", "beforeend:#inbox-rows", "true", "true"]
+    assert "<strong>1</strong> pending" in fragment
+    await communicator.disconnect()
+
+
+async def test_a_decided_item_is_removed_from_pending_inboxes() -> None:
+    alice = await reviewer()
+    item = await sync_to_async(pause)()
+    communicator, _ = await connect("/ws/inbox/", alice)
+    await communicator.receive_from(timeout=5)
+    await sync_to_async(ReviewItem.objects.filter(pk=item.pk).update)(status="decided")
+
+    await hint(
+        INBOX_GROUP, {"type": "review.decided", "item_id": item.pk, "thread_id": item.thread_id}
+    )
+    fragment = await communicator.receive_from(timeout=5)
+
+    assert fragment.lstrip().startswith(
+        f'<li id="item-row-{item.pk}" class="row status-decided" hx-swap-oob="delete">'
+    )
+    assert "<strong>0</strong> pending" in fragment
+    await communicator.disconnect()
+
+
+async def test_an_inbox_with_filters_only_gets_matching_rows() -> None:
+    alice = await reviewer()
+    communicator, _ = await connect("/ws/inbox/?graph=approval", alice)
+    await communicator.receive_from(timeout=5)
+    item = await sync_to_async(pause)()  # a tool_review item: filtered out
+
+    await hint(
+        INBOX_GROUP, {"type": "review.created", "item_id": item.pk, "thread_id": item.thread_id}
+    )
+    fragment = await communicator.receive_from(timeout=5)
+
+    assert 'hx-swap-oob="delete"' in fragment
+    assert "beforeend" not in fragment
+    await communicator.disconnect()
+
+
+async def test_client_frames_never_decide_anything() -> None:
+    alice = await reviewer()
+    item = await sync_to_async(pause)()
+    communicator, _ = await connect(f"/ws/items/{item.pk}/", alice)
+    await communicator.receive_from(timeout=5)
+    frame = {"type": "decide", "item_id": item.pk, "decision": "approve", "digest": item.digest}
+
+    await communicator.send_to(text_data=json.dumps(frame))
+    await communicator.send_to(text_data="x" * 100_000)
+    await communicator.send_to(bytes_data=b"\x00\x01")
+
+    assert await communicator.receive_nothing(timeout=0.3)
+    assert not await sync_to_async(Decision.objects.exists)()
+    assert (await sync_to_async(ReviewItem.objects.get)(pk=item.pk)).status == "pending"
+    await communicator.disconnect()
+
+
+async def test_presence_shows_who_else_is_looking() -> None:
+    alice, bob = await reviewer("alice"), await reviewer("bob")
+    item = await sync_to_async(pause)()
+    alices, _ = await connect(f"/ws/items/{item.pk}/", alice)
+    first = await alices.receive_from(timeout=5)
+    assert "Nobody else is looking at this item." in first
+
+    bobs, _ = await connect(f"/ws/items/{item.pk}/", bob)
+    await bobs.receive_from(timeout=5)
+    await hint(review_item_group(item.pk), {"type": "review.presence", "item_id": item.pk})
+    seen = await alices.receive_from(timeout=5)
+
+    assert "Also looking at this item: <strong>bob</strong>" in seen
+    await bobs.disconnect()
+    assert await sync_to_async(ReviewPresence.objects.filter(user=bob).exists)() is False
+    await alices.disconnect()
+
+
+async def test_the_item_page_learns_that_someone_else_decided() -> None:
+    alice, bob = await reviewer("alice"), await reviewer("bob")
+    item = await sync_to_async(pause)()
+    communicator, _ = await connect(f"/ws/items/{item.pk}/", bob)
+    await communicator.receive_from(timeout=5)
+
+    from reviews.services import DecisionRequest, decide
+
+    await sync_to_async(decide)(
+        DecisionRequest(
+            item_id=item.pk,
+            user=alice,
+            client_decision_id="c1",
+            digest=item.digest,
+            answer={"decisions": [{"type": "approve"}]},
+        )
+    )
+    await hint(review_item_group(item.pk), {"type": "review.decided", "item_id": item.pk})
+    panel = await communicator.receive_from(timeout=5)
+
+    assert panel.lstrip().startswith('<section id="decision-panel"')
+    assert "by <strong>alice</strong>" in panel
+    assert "<form" not in panel
+    await communicator.disconnect()
+
+
+async def test_a_changed_payload_is_flagged_on_the_item_page() -> None:
+    alice = await reviewer()
+    item = await sync_to_async(pause)()
+
+    communicator, _ = await connect(f"/ws/items/{item.pk}/?digest={'0' * 64}", alice)
+    snapshot = await communicator.receive_from(timeout=5)
+
+    assert "The proposal changed" in snapshot
+    await communicator.disconnect()
+
+
+async def test_a_revoked_permission_closes_the_socket_at_the_next_hint() -> None:
+    alice = await reviewer()
+    item = await sync_to_async(pause)()
+    communicator, _ = await connect("/ws/inbox/", alice)
+    await communicator.receive_from(timeout=5)
+
+    permission = await sync_to_async(Permission.objects.get)(codename="review")
+    await sync_to_async(alice.user_permissions.remove)(permission)
+    await hint(
+        INBOX_GROUP, {"type": "review.created", "item_id": item.pk, "thread_id": item.thread_id}
+    )
+    output = await communicator.receive_output(timeout=5)
+
+    assert output == {"type": "websocket.close", "code": 4403}
+
+
+async def test_logging_out_elsewhere_closes_the_socket_at_the_next_hint() -> None:
+    alice = await reviewer()
+    item = await sync_to_async(pause)()
+    communicator, _ = await connect("/ws/inbox/", alice)
+    await communicator.receive_from(timeout=5)
+
+    from django.contrib.sessions.models import Session
+
+    await sync_to_async(Session.objects.all().delete)()
+    await hint(
+        INBOX_GROUP, {"type": "review.created", "item_id": item.pk, "thread_id": item.thread_id}
+    )
+    output = await communicator.receive_output(timeout=5)
+
+    assert output == {"type": "websocket.close", "code": 4403}
+
+
+async def test_the_thread_page_streams_run_events_escaped() -> None:
+    alice = await reviewer()
+    item = await sync_to_async(pause)()
+    communicator, _ = await connect(f"/ws/threads/{item.thread_id}/", alice)
+    snapshot = await communicator.receive_from(timeout=5)
+    assert snapshot.lstrip().startswith('<div id="thread-live"')
+    run_id = str(item.run_id)
+    event = {"seq": 99, "event": "node.started", "node": XSS, "data": {"x": XSS}, "at": "now"}
+
+    await hint(
+        thread_group(item.thread_id),
+        {"type": "run.event", "thread_id": item.thread_id, "run_id": run_id, "event": event},
+    )
+    fragment = await communicator.receive_from(timeout=5)
+
+    dom_id = f"run-event-{run_id}-99"
+    assert fragment.startswith(
+        f'<li id="{dom_id}" hx-swap-oob="delete"></li><div hx-swap-oob="beforeend:#thread-events">'
+    )
+    assert re.findall(r'\sid="([^"]+)"', fragment) == [dom_id, dom_id]
+    assert "<img" not in fragment
+    await communicator.disconnect()
+
+
+async def test_run_events_of_other_threads_or_with_bad_ids_are_ignored() -> None:
+    alice = await reviewer()
+    item = await sync_to_async(pause)()
+    communicator, _ = await connect(f"/ws/threads/{item.thread_id}/", alice)
+    await communicator.receive_from(timeout=5)
+    group = thread_group(item.thread_id)
+    event = {"seq": 1, "event": "node.started", "node": "n"}
+
+    await hint(
+        group,
+        {"type": "run.event", "thread_id": "other", "run_id": str(item.run_id), "event": event},
+    )
+    await hint(
+        group, {"type": "run.event", "thread_id": item.thread_id, "run_id": '"><x', "event": event}
+    )
+
+    assert await communicator.receive_nothing(timeout=0.3)
+    await communicator.disconnect()
+
+
+async def test_a_run_status_change_refreshes_the_thread_parts() -> None:
+    alice = await reviewer()
+    item = await sync_to_async(pause)()
+    communicator, _ = await connect(f"/ws/threads/{item.thread_id}/", alice)
+    await communicator.receive_from(timeout=5)
+
+    await hint(
+        thread_group(item.thread_id),
+        {
+            "type": "run.status",
+            "thread_id": item.thread_id,
+            "run_id": str(item.run_id),
+            "status": "interrupted",
+        },
+    )
+    fragment = await communicator.receive_from(timeout=5)
+
+    ids = re.findall(r'<section id="([\w-]+)"', fragment)
+    assert ids == [
+        "thread-status",
+        "thread-items",
+        "thread-decisions",
+        "thread-state",
+        "thread-history",
+    ]
+    await communicator.disconnect()
+
+
+async def test_a_consumer_ignores_hints_for_other_items() -> None:
+    alice = await reviewer()
+    item = await sync_to_async(pause)()
+    communicator, _ = await connect(f"/ws/items/{item.pk}/", alice)
+    await communicator.receive_from(timeout=5)
+
+    await hint(review_item_group(item.pk), {"type": "review.decided", "item_id": item.pk + 1})
+
+    assert await communicator.receive_nothing(timeout=0.3)
+    await communicator.disconnect()
+    await asyncio.sleep(0)
