@@ -70,8 +70,15 @@ class Checkpoint(models.Model):
 
     # db_index=False: the unique indexes below start with the thread, and every extra
     # index is paid on each super-step's insert.
+    # No database-level foreign key: the write that adds a checkpoint creates its thread row
+    # in the same statement, and a constraint trigger on every super-step's insert would
+    # cost a third of the write. Deleting a Thread still cascades (through the ORM).
     thread = models.ForeignKey(
-        Thread, on_delete=models.CASCADE, related_name="checkpoints", db_index=False
+        Thread,
+        on_delete=models.CASCADE,
+        related_name="checkpoints",
+        db_index=False,
+        db_constraint=False,
     )
     ns = models.TextField(blank=True, default="")
     checkpoint_id = models.CharField(max_length=32)
@@ -106,8 +113,12 @@ class CheckpointBlob(models.Model):
     Written once (insert-if-absent) and never updated.
     """
 
-    thread = models.ForeignKey(
-        Thread, on_delete=models.CASCADE, related_name="checkpoint_blobs", db_index=False
+    thread = models.ForeignKey(  # no database-level constraint: see Checkpoint.thread
+        Thread,
+        on_delete=models.CASCADE,
+        related_name="checkpoint_blobs",
+        db_index=False,
+        db_constraint=False,
     )
     ns = models.TextField(blank=True, default="")
     channel = models.TextField()
@@ -132,8 +143,12 @@ class CheckpointWrite(models.Model):
     One row per `(checkpoint, task)`, replaced on every write (`TaskRecord` encoded).
     """
 
-    thread = models.ForeignKey(
-        Thread, on_delete=models.CASCADE, related_name="checkpoint_writes", db_index=False
+    thread = models.ForeignKey(  # no database-level constraint: see Checkpoint.thread
+        Thread,
+        on_delete=models.CASCADE,
+        related_name="checkpoint_writes",
+        db_index=False,
+        db_constraint=False,
     )
     ns = models.TextField(blank=True, default="")
     checkpoint_id = models.CharField(max_length=32)

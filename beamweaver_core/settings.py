@@ -152,6 +152,11 @@ _default_db["OPTIONS"].setdefault(
     },
 )
 _default_db["OPTIONS"].setdefault("application_name", os.environ.get("PGAPPNAME", "beamweaver"))
+# The checkpointer prepares its statements explicitly (a super-step is then one bind and
+# execute, with no parse or plan); nothing else is prepared automatically. Set
+# BEAMWEAVER_DB_PREPARE=0 behind a pooler that cannot keep prepared statements.
+if _env_bool("BEAMWEAVER_DB_PREPARE", True):
+    _default_db["OPTIONS"].setdefault("prepare_threshold", 2**31 - 1)
 _default_db["TEST"] = {"NAME": os.environ.get("BEAMWEAVER_TEST_DB", "test_beamweaver")}
 DATABASES = {"default": _default_db}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import operator
@@ -11,6 +12,7 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
+import psycopg
 import pytest
 from django.db import IntegrityError, OperationalError, connection, connections, transaction
 
@@ -201,6 +203,29 @@ def test_storage_grows_linearly_with_appended_messages(
     assert max(increments) <= 1.5 * increments[0], increments
 
 
+@contextlib.contextmanager
+def recording_statements(statements: list[str]) -> Iterator[None]:
+    """Record every statement sent through Django's or the checkpointer's own cursors."""
+    real = psycopg.Cursor.execute
+
+    def execute(self: Any, query: Any, params: Any = None, **kwargs: Any) -> Any:
+        text = str(query).lstrip()
+        if text and not text.upper().startswith(("SET ", "SHOW ")):  # not the pool's health checks
+            statements.append(text)
+        return real(self, query, params, **kwargs)
+
+    def record(run: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+        statements.append(sql.lstrip())
+        return run(sql, params, many, context)
+
+    psycopg.Cursor.execute = execute  # type: ignore[method-assign]
+    try:
+        with connection.execute_wrapper(record):
+            yield
+    finally:
+        psycopg.Cursor.execute = real  # type: ignore[method-assign]
+
+
 def test_each_super_step_is_one_transaction(
     checkpointer: PostgresCheckpointer, thread: str
 ) -> None:
@@ -221,13 +246,9 @@ def test_each_super_step_is_one_transaction(
         commits.append(1)
         real_commit()
 
-    def record(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
-        statements.append(sql)
-        return execute(sql, params, many, context)
-
     connection.commit = counting_commit  # type: ignore[method-assign]
     try:
-        with connection.execute_wrapper(record):
+        with recording_statements(statements):
             assert graph.invoke({"log": []}, cfg(thread)).state == {"log": list(range(10))}
     finally:
         del connection.commit
@@ -293,12 +314,7 @@ def test_load_reads_a_checkpoint_with_its_records_and_blobs_in_two_queries(
         thread, "", [new], [(new.checkpoint.id, "t", TaskRecord("done", writes=(("n", 2),)))]
     )
     statements: list[str] = []
-
-    def record(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
-        statements.append(sql)
-        return execute(sql, params, many, context)
-
-    with connection.execute_wrapper(record):
+    with recording_statements(statements):
         loaded = checkpointer.load(thread)
     assert loaded is not None and loaded.values == {
         "a": [1],

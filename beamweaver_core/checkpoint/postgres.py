@@ -34,9 +34,11 @@ import json
 import logging
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import psycopg
 from django.db import IntegrityError, connections, transaction
 
 from beamweaver_core.checkpoint.base import Checkpointer
@@ -211,6 +213,17 @@ class PostgresCheckpointer(Checkpointer):
             using=self.using, fence=(run_id, token), on_write=on_write or self.on_write
         )
 
+    @contextmanager
+    def _cursor(self) -> Iterator[Any]:
+        """A cursor on Django's connection (same transaction, same error types) that binds
+        parameters on the server, so every statement is prepared once per connection and
+        not parsed and planned again on each super-step. (Django's own cursors interpolate
+        parameters into the SQL text on the client.)"""
+        connection = connections[self.using]
+        connection.ensure_connection()
+        with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cursor:
+            yield cursor
+
     # -- writing ------------------------------------------------------------------------
 
     def _write(
@@ -242,9 +255,9 @@ class PostgresCheckpointer(Checkpointer):
             ) from exc
 
     def _execute(self, thread_id: str, statements: Sequence[tuple[str, list[Any]]]) -> None:
-        with connections[self.using].cursor() as cursor:
+        with self._cursor() as cursor:
             for index, (sql, params) in enumerate(statements):
-                cursor.execute(sql, params)
+                cursor.execute(sql, params, prepare=True)
                 held = cursor.fetchone()
                 if index == 0 and (held is None or not held[0]):
                     raise self._stale(thread_id)
@@ -297,8 +310,8 @@ class PostgresCheckpointer(Checkpointer):
             sql, params["seq"] = _BEFORE_SEQ, rows[-1].encoded.seq
 
     def _rows(self, sql: str, params: Mapping[str, Any], thread_id: str, ns: str) -> list[_Row]:
-        with connections[self.using].cursor() as cursor:
-            cursor.execute(sql, params)
+        with self._cursor() as cursor:
+            cursor.execute(sql, params, prepare=True)
             fetched = cursor.fetchall()
         rows = []
         for (
@@ -354,8 +367,8 @@ class PostgresCheckpointer(Checkpointer):
             "lows": [low for low, _ in ranges.values()],
             "highs": [high for _, high in ranges.values()],
         }
-        with connections[self.using].cursor() as cursor:
-            cursor.execute(_SELECT_BLOBS, params)
+        with self._cursor() as cursor:
+            cursor.execute(_SELECT_BLOBS, params, prepare=True)
             fetched = cursor.fetchall()
         blobs: dict[str, dict[int, str]] = {}
         for channel, version, text in fetched:
