@@ -21,7 +21,7 @@ from beamweaver_core.checkpoint import serde
 from beamweaver_core.checkpoint.types import Checkpoint, NewCheckpoint, TaskRecord, TaskSpec
 from beamweaver_core.types import Interrupt, Send
 
-SNAPSHOT_MIN = 64
+SNAPSHOT_MIN = 256
 _INLINE_STR_MAX = 256
 
 

@@ -84,7 +84,9 @@ _RECORD_ROW = "(%s, %s, %s, %s, %s)"
 
 
 @functools.lru_cache(maxsize=256)
-def _write_sql(checkpoints: int, blobs: int, records: int, fenced: bool, first: bool) -> str:
+def _write_sql(
+    checkpoints: int, blobs: int, records: int, fenced: bool, first: bool, new_thread: bool
+) -> str:
     """One statement writing that many rows (parameters: the run id and token if fenced,
     the thread id if first, then the rows).
 
@@ -102,7 +104,7 @@ def _write_sql(checkpoints: int, blobs: int, records: int, fenced: bool, first: 
     parts = []
     if gated:
         parts.append(_FENCE)
-    if first:
+    if first and new_thread:
         thread = "SELECT %s WHERE EXISTS (SELECT FROM fence)" if gated else "VALUES (%s)"
         parts.append(
             f"new_thread AS (INSERT INTO bw_thread (id) {thread} ON CONFLICT (id) DO NOTHING)"
@@ -439,6 +441,8 @@ def _write_statements(
         (thread_id, ns, channel, version, text) for (channel, version), text in blobs.items()
     ]
     record_rows = [(thread_id, ns, cid, tid, text) for (cid, tid), text in latest.items()]
+    # Only a thread's first checkpoint needs the thread row (later ones have a parent).
+    new_thread = any(cp.parent_id is None for cp in checkpoints)
     statements = []
     for offset in range(0, max(len(checkpoint_rows), len(blob_rows), len(record_rows), 1), _CHUNK):
         first = offset == 0
@@ -448,11 +452,11 @@ def _write_statements(
         params: list[Any] = []
         if first and fence is not None:
             params += [str(fence[0]), fence[1]]
-        if first:
+        if first and new_thread:
             params.append(thread_id)
         for part in parts:
             params.extend(value for row in part for value in row)
-        sql = _write_sql(*(len(part) for part in parts), fence is not None, first)
+        sql = _write_sql(*(len(part) for part in parts), fence is not None, first, new_thread)
         statements.append((sql, params))
     return statements
 
