@@ -131,10 +131,16 @@ class Session:
         self.dialogs: list[str] = []
         self.errors: list[str] = []
         self.requests: list[str] = []
+        self.csp_violations: list[str] = []
         self.page = self.context.new_page()
+        self.page.on("console", self._console)
         self.page.on("dialog", self._dialog)
         self.page.on("pageerror", lambda exc: self.errors.append(str(exc)))
         self.page.on("request", lambda request: self.requests.append(request.url))
+
+    def _console(self, message: Any) -> None:
+        if "Content Security Policy" in message.text:
+            self.csp_violations.append(message.text)
 
     def _dialog(self, dialog: Any) -> None:
         self.dialogs.append(dialog.message)

@@ -1,0 +1,176 @@
+"""The review loop in real browsers: live inboxes, decisions, refusals, hostile payloads."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from beamweaver_core.models import Run
+from beamweaver_core.runtime import service
+from reviews.models import Decision, ReviewItem
+from tests.reviews.conftest import make_reviewer
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+WAIT = 15_000
+XSS = [
+    "<script>alert(1)</script>",
+    '"><img src=x onerror=alert(2)>',
+    '<div hx-get="/admin/" hx-trigger="load">hx</div>',
+    "<svg onload=alert(3)>",
+    "javascript:alert(4)",
+    "{{ request }}{% debug %}",
+]
+
+
+def wait_for(condition: Callable[[], Any], timeout: float = 15.0) -> Any:
+    """Poll the database (the server process writes it) until `condition()` is truthy."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {condition}")
+
+
+def paused_item(thread_id: str) -> ReviewItem:
+    return wait_for(lambda: ReviewItem.objects.filter(thread_id=thread_id).first())
+
+
+def test_two_reviewers_see_a_run_pause_live_and_one_approves(sessions: Any) -> None:
+    alice, bob = sessions(make_reviewer("alice")), sessions(make_reviewer("bob"))
+    for session in (alice, bob):
+        session.open("/")
+        session.wait_live()
+        assert session.page.locator("#inbox-rows > li").count() == 0
+
+    run = service.start_run("tool_review", {}, thread_id="live-1")
+    row = None
+    for session in (alice, bob):
+        session.page.wait_for_selector("#inbox-rows > li", timeout=WAIT)
+        row = session.page.locator("#inbox-rows > li").first
+        assert "send_email" in row.inner_text()
+        session.page.wait_for_function("document.title.startsWith('(1) Inbox')", timeout=WAIT)
+    assert row is not None
+    row_id = row.get_attribute("id")
+
+    alice.page.keyboard.press("j")
+    alice.page.keyboard.press("Enter")
+    alice.page.wait_for_selector("#decision-form", timeout=WAIT)
+    alice.page.check("input[name=d0-type][value=approve]")
+    alice.page.click("#decision-form button[type=submit]:has-text('Submit decision')")
+    # The answer to the POST and the live push both say so; either may come first.
+    alice.page.wait_for_selector("#item-status:has-text('Decided by you')", timeout=WAIT)
+
+    bob.page.wait_for_selector(f"#{row_id}", state="detached", timeout=WAIT)
+    bob.page.wait_for_function("document.title === 'Inbox · BeamWeaver'", timeout=WAIT)
+    assert "Inbox zero." in bob.page.inner_text("#inbox-list")
+
+    alice.page.click("text=Watch the thread")
+    alice.page.wait_for_selector('#thread-status [data-status="completed"]', timeout=WAIT)
+    assert wait_for(
+        lambda: Run.objects.filter(thread_id=run.thread_id, status="succeeded").exists()
+    )
+    alice.page.wait_for_selector("#thread-events li.event-run-completed", timeout=WAIT)
+    for session in (alice, bob):
+        assert session.errors == [] and session.dialogs == []
+        assert session.csp_violations == []
+
+
+def test_an_edit_with_a_schema_error_is_shown_inline(sessions: Any) -> None:
+    alice = sessions(make_reviewer("alice"))
+    bob = sessions(make_reviewer("bob"))
+    service.start_run("tool_review", {}, thread_id="edit-1")
+    item = paused_item("edit-1")
+    page = alice.open(f"/items/{item.pk}/")
+    alice.wait_live()
+    bob.open(f"/items/{item.pk}/")
+    page.wait_for_selector("#presence strong:has-text('bob')", timeout=WAIT)
+
+    page.check("input[name=d0-type][value=edit]")
+    page.fill("#d0-arg2", "Monthly report")
+    page.wait_for_selector("#diff-0 tr.change-changed", timeout=WAIT)
+    assert "Monthly report" in page.inner_text("#diff-0")
+    page.fill("#d0-arg1", "9")
+    page.click("#decision-form button[type=submit]:has-text('Submit decision')")
+
+    error = page.wait_for_selector("#d0-arg1-error", timeout=WAIT)
+    assert "9 is greater than the maximum of 5" in error.inner_text()
+    assert page.input_value("#d0-arg2") == "Monthly report"
+    item.refresh_from_db()
+    assert item.status == "pending"
+
+    page.fill("#d0-arg1", "2")
+    page.click("#decision-form button[type=submit]:has-text('Submit decision')")
+    page.wait_for_selector("#item-status:has-text('Decided by you')", timeout=WAIT)
+    decision = Decision.objects.get(item=item)
+    assert decision.answer["decisions"][0]["edited_action"]["args"]["priority"] == 2
+    assert alice.errors == [] and alice.csp_violations == []
+
+
+def test_a_stale_double_decision_is_refused(sessions: Any) -> None:
+    alice, bob = sessions(make_reviewer("alice")), sessions(make_reviewer("bob"))
+    service.start_run("tool_review", {}, thread_id="stale-1")
+    item = paused_item("stale-1")
+    # Bob's page gets no live pushes, so his form is still there when Alice has decided.
+    bob.page.route_web_socket("**/ws/**", lambda ws: None)
+    bob.open(f"/items/{item.pk}/")
+    alice.open(f"/items/{item.pk}/")
+
+    alice.page.check("input[name=d0-type][value=approve]")
+    alice.page.dblclick("#decision-form button[type=submit]:has-text('Submit decision')")
+    alice.page.wait_for_selector("#item-status:has-text('Decided by you')", timeout=WAIT)
+    bob.page.check("input[name=d0-type][value=reject]")
+    bob.page.click("#decision-form button[type=submit]:has-text('Submit decision')")
+
+    refusal = bob.page.wait_for_selector("#decision-outcome", timeout=WAIT)
+    assert "Refused: Already decided by alice at" in refusal.inner_text()
+    assert bob.page.locator("#decision-form").count() == 0
+    assert Decision.objects.filter(item=item).count() == 1
+    assert Decision.objects.get(item=item).user.username == "alice"
+    assert Run.objects.filter(thread_id="stale-1", kind="resume").count() == 1
+
+
+def test_an_xss_payload_in_tool_arguments_renders_as_text(sessions: Any) -> None:
+    alice = sessions(make_reviewer("alice"))
+    page = alice.open("/")
+    alice.wait_live()
+    args = {"to": XSS[1], "subject": XSS[0], "body": "\n".join(XSS)}
+    thread_id = "xss-" + XSS[1]
+    service.start_run(
+        "tool_review", {"calls": [{"name": "send_email", "args": args}]}, thread_id=thread_id
+    )
+
+    page.wait_for_selector("#inbox-rows > li", timeout=WAIT)
+    item = paused_item(thread_id)
+    page.goto(f"{alice.base}/items/{item.pk}/")
+    alice.wait_live()
+    page.goto(f"{alice.base}/threads/{item.thread_id}/".replace('"', "%22"))
+    alice.wait_live()
+    page.goto(f"{alice.base}/items/{item.pk}/")
+    page.wait_for_selector("#decision-form")
+
+    text = page.inner_text(".payload")
+    for payload in XSS:
+        assert payload.splitlines()[0] in text
+    assert page.locator("img[src=x], svg, script:not([src])").count() == 0
+    assert page.evaluate("document.querySelectorAll('[onerror], [onload]').length") == 0
+    assert alice.dialogs == []
+    assert not [url for url in alice.requests if "/admin/" in url or url.endswith("/x")]
+    assert alice.errors == [] and alice.csp_violations == []
+
+
+def test_a_phone_width_inbox_and_item_page_fit_the_screen(sessions: Any) -> None:
+    alice = sessions(make_reviewer("alice"))
+    alice.page.set_viewport_size({"width": 375, "height": 740})
+    service.start_run("tool_review", {}, thread_id="phone-" + "x" * 80)
+    item = paused_item("phone-" + "x" * 80)
+
+    for path in ("/", f"/items/{item.pk}/", f"/threads/{item.thread_id}/"):
+        alice.open(path)
+        width = alice.page.evaluate("document.documentElement.scrollWidth")
+        assert width <= 375, f"{path} is {width}px wide"
