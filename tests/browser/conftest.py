@@ -1,8 +1,8 @@
 """End-to-end tests in Debian's Chromium against a live server.
 
-The server is a real daphne (`manage.py runserver --insecure`, which is daphne's
-runserver serving the static files too) in a child process, on the tests' database, with
-the in-process worker and the in-memory channel layer: everything a run, a decision and a
+The server is the product's own daphne (`manage.py serve`, static files included) in a
+child process, on the tests' database, with the in-process worker and the in-memory
+channel layer: everything a run, a decision and a
 live push go through happens inside that one server process, exactly as in the
 single-machine product. The test process writes users and sessions to the database (the
 tests are transactional, so the server sees them) and drives the browsers.
@@ -79,11 +79,11 @@ def daphne_server(
             [
                 sys.executable,
                 str(ROOT / "manage.py"),
-                "runserver",
-                f"127.0.0.1:{port}",
-                "--noreload",
-                "--insecure",
-                "--skip-checks",
+                "serve",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
             ],
             env=env,
             stdout=out,
