@@ -230,9 +230,12 @@ class ItemConsumer(LiveConsumer):
         await database_sync_to_async(self._here)()
 
     def _here(self) -> None:
+        now = timezone.now()
+        # Rows of connections that died without a disconnect (a killed server) expire.
+        ReviewPresence.objects.filter(seen_at__lt=now - 10 * partials.PRESENCE_TTL).delete()
         ReviewPresence.objects.update_or_create(
             channel_name=self.channel_name,
-            defaults={"item_id": self.item_id, "user": self.user, "seen_at": timezone.now()},
+            defaults={"item_id": self.item_id, "user": self.user, "seen_at": now},
         )
 
     def _gone(self) -> None:

@@ -107,6 +107,8 @@ def item_view(request: HttpRequest, pk: int) -> HttpResponse:
     if request.htmx and request.htmx.target == "item-status":
         context = partials.item_context(item, request.user)
         if item.is_pending:
+            seen = request.GET.get("digest")
+            context["payload_changed"] = bool(seen) and seen != item.digest
             return render(request, f"{partials.ITEM}#item-status", context)
         context["form"] = None
         return retarget(

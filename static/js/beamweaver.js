@@ -99,6 +99,19 @@
     }
   });
 
+  // Plain (non-htmx) forms marked data-progress show that they are working.
+  document.addEventListener("submit", function (event) {
+    var form = event.target;
+    if (!form.matches || !form.matches("form[data-progress]") || event.defaultPrevented) return;
+    var button = event.submitter || $("button[type=submit]", form);
+    if (!button) return;
+    form.setAttribute("aria-busy", "true");
+    window.setTimeout(function () {
+      button.disabled = true;
+      button.textContent = button.dataset.progress || "Working…";
+    }, 0);
+  });
+
   // Filter menus apply on change.
   document.addEventListener("change", function (event) {
     var form = event.target && event.target.closest && event.target.closest("form[data-autosubmit]");

@@ -11,7 +11,7 @@ import pytest
 from beamweaver_core.models import Run
 from beamweaver_core.runtime import service
 from reviews.models import Decision, ReviewItem
-from tests.reviews.conftest import make_reviewer
+from tests.reviews.conftest import PASSWORD, make_reviewer
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -174,3 +174,48 @@ def test_a_phone_width_inbox_and_item_page_fit_the_screen(sessions: Any) -> None
         alice.open(path)
         width = alice.page.evaluate("document.documentElement.scrollWidth")
         assert width <= 375, f"{path} is {width}px wide"
+
+
+def test_a_run_started_from_the_page_pauses_live_and_completes(sessions: Any) -> None:
+    alice = sessions(make_reviewer("alice"))
+    page = alice.open("/runs/new/")
+    page.select_option("#id_graph", "ops_assistant")
+    page.fill("#id_message", "Refund order 1234 $250")
+    page.click("button:has-text('Start the run')")
+
+    page.wait_for_url("**/threads/**", timeout=WAIT)
+    page.wait_for_selector('#thread-status [data-status="interrupted"]', timeout=WAIT)
+    page.wait_for_selector("#thread-items a:has-text('issue_refund')", timeout=WAIT)
+    page.click("#thread-items a:has-text('issue_refund')")
+    page.wait_for_selector("#decision-form")
+    assert "Refund order 1234 $250" in page.inner_text(".conversation")
+    assert "Dana Whitfield" in page.inner_text(".description")
+    page.check("input[name=d0-type][value=approve]")
+    page.click("#decision-form button[type=submit]:has-text('Submit decision')")
+    page.wait_for_selector("#item-status:has-text('Decided by you')", timeout=WAIT)
+    page.click("text=Watch the thread")
+
+    page.wait_for_selector('#thread-status [data-status="completed"]', timeout=WAIT)
+    assert "Refunded $250.00 on order 1234" in page.inner_text("#thread-state")
+    assert alice.errors == [] and alice.csp_violations == []
+
+
+def test_a_changed_session_is_reported_instead_of_failing_silently(sessions: Any) -> None:
+    user = make_reviewer("alice")
+    alice = sessions(user)
+    service.start_run("tool_review", {}, thread_id="session-1")
+    item = paused_item("session-1")
+    page = alice.open(f"/items/{item.pk}/")
+    other_tab = alice.context.new_page()
+    other_tab.goto(f"{alice.base}/accounts/login/")
+    other_tab.fill("#id_username", "alice")
+    other_tab.fill("#id_password", PASSWORD)
+    other_tab.click("button:has-text('Log in')")
+    other_tab.wait_for_url(f"{alice.base}/", timeout=WAIT)
+
+    page.check("input[name=d0-type][value=approve]")
+    page.click("#decision-form button[type=submit]:has-text('Submit decision')")
+
+    banner = page.wait_for_selector("#session-banner", state="visible", timeout=WAIT)
+    assert "Your session changed" in banner.inner_text()
+    assert not Decision.objects.exists()
