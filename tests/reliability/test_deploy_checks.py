@@ -22,7 +22,9 @@ PRODUCTION = {
 
 
 def check(**env: str) -> subprocess.CompletedProcess[str]:
-    clean = {k: v for k, v in os.environ.items() if k not in PRODUCTION}
+    # Only what a production process would have: no test-only switches such as
+    # DJANGO_ALLOW_ASYNC_UNSAFE (set by the browser tests' live server).
+    clean = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG")}
     return subprocess.run(
         [sys.executable, str(ROOT / "manage.py"), "check", "--deploy", "--fail-level", "WARNING"],
         env={**clean, "PYTHONPATH": str(ROOT), **env},
