@@ -18,13 +18,12 @@ from django.db import models
 from django.utils import timezone
 
 from beamweaver_core.models import Run, Thread
+from reviews.permissions import can_review
 
 
 class ReviewItemQuerySet(models.QuerySet["ReviewItem"]):
     def visible_to(self, user: Any) -> ReviewItemQuerySet:
         """The items `user` may see and decide (none without the reviewer permission)."""
-        from reviews.permissions import can_review
-
         return self if can_review(user) else self.none()
 
     def pending(self) -> ReviewItemQuerySet:
