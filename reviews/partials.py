@@ -49,8 +49,18 @@ def item_context(item: ReviewItem, user: Any) -> dict[str, Any]:
         if item.status == ReviewItem.Status.DECIDED
         else None
     )
+    next_item = None
+    if not item.is_pending:
+        next_item = (
+            ReviewItem.objects.visible_to(user)
+            .pending()
+            .exclude(pk=item.pk)
+            .order_by("created_at", "id")
+            .first()
+        )
     return {
         "item": item,
+        "next_item": next_item,
         "decision": decision,
         "decided_by_you": decision is not None and decision.user_id == user.pk,
         "viewers": viewers(item, user),

@@ -88,13 +88,6 @@ def _item_page(
     if not request.htmx:
         state = threads.current_state(item.thread)
         context["conversation"] = threads.conversation(state)
-        context["next_item"] = (
-            ReviewItem.objects.visible_to(request.user)
-            .pending()
-            .exclude(pk=item.pk)
-            .order_by("created_at", "id")
-            .first()
-        )
     template = _partial(request, partials.ITEM, "decision-panel")
     return render(request, template, context, status=status)
 
