@@ -84,6 +84,10 @@ def resume_thread(
         thread = Thread.objects.select_for_update().filter(id=thread_id).first()
         if thread is None:
             raise LookupError(f"Thread {thread_id!r} does not exist.")
+        if thread.status == Thread.Status.CANCELLED:
+            raise RunStateError(
+                f"Thread {thread_id!r} was cancelled; its pending interrupts can no longer be answered."
+            )
         queued = (
             Run.objects.select_for_update().filter(thread=thread, status=Run.Status.QUEUED).first()
         )
@@ -125,10 +129,23 @@ def cancel_run(run_id: Any, *, user: Any = None) -> Run:
     """Cancel a queued, running or interrupted run. A running run stops at its next
     checkpoint write (its fenced writes no longer match a running run)."""
     with transaction.atomic():
+        # Lock order: the run, then its thread (as the decision service does).
         run = Run.objects.select_for_update().get(id=run_id)
+        thread = Thread.objects.select_for_update().get(id=run.thread_id)
         if run.status not in (Run.Status.QUEUED, Run.Status.RUNNING, Run.Status.INTERRUPTED):
             raise RunStateError(
                 f"Run {run_id} is {run.status}; only queued, running or interrupted runs can be cancelled."
+            )
+        # Accepted decisions are always applied: a queued resume carries them, so neither
+        # it nor the paused run it continues can be cancelled before it starts. Cancel the
+        # resumed run once it is running instead.
+        decided = Run.objects.filter(thread=thread, status=Run.Status.QUEUED, kind=Run.Kind.RESUME)
+        if (run.status == Run.Status.INTERRUPTED and decided.exists()) or (
+            run.status == Run.Status.QUEUED and run.kind == Run.Kind.RESUME
+        ):
+            raise RunStateError(
+                f"A decision for thread {thread.id!r} was accepted and its resume is queued, so "
+                "the run continues with it; cancel the resumed run once it is running."
             )
         run.status = Run.Status.CANCELLED
         run.finished_at = timezone.now()
@@ -136,9 +153,8 @@ def cancel_run(run_id: Any, *, user: Any = None) -> Run:
         run.lease_owner = ""
         run.lease_expires_at = None
         run.save()
-        Thread.objects.filter(id=run.thread_id).update(
-            status=Thread.Status.CANCELLED, updated_at=timezone.now()
-        )
+        thread.status = Thread.Status.CANCELLED
+        thread.save(update_fields=["status", "updated_at"])
         run_finished.send(sender=Run, run=run)
     return run
 

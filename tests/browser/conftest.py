@@ -11,7 +11,6 @@ tests are transactional, so the server sees them) and drives the browsers.
 from __future__ import annotations
 
 import json
-import os
 import socket
 import subprocess
 import sys
@@ -31,9 +30,13 @@ from tests.support.processes import ROOT, child_env
 
 CHROMIUM = "/usr/bin/chromium"
 
-# Playwright's sync API runs an event loop in this thread; the ORM calls the tests make
-# between browser steps are plain synchronous code.
-os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+@pytest.fixture(autouse=True)
+def _sync_orm_beside_playwright(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Playwright's sync API runs an event loop in this thread; the ORM calls the browser
+    tests make between browser steps are plain synchronous code. Only these tests get the
+    switch: everywhere else Django's async-safety check stays on."""
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
 
 def _free_port() -> int:

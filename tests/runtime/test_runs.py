@@ -272,3 +272,64 @@ def test_a_worker_picks_up_queued_runs_by_itself() -> None:
         assert Run.objects.get(thread_id="auto-1").status == "interrupted"
     finally:
         worker.stop(5)
+
+
+def test_a_paused_run_whose_decision_is_queued_cannot_be_cancelled() -> None:
+    service.start_run("approval", {}, thread_id="cancel-race")
+    paused = run_next()
+    pending = state("cancel-race").interrupts
+    resume = service.resume_thread("cancel-race", {pending[0].id: True})
+
+    with pytest.raises(service.RunStateError, match="its resume is queued"):
+        service.cancel_run(paused.id)
+    with pytest.raises(service.RunStateError, match="its resume is queued"):
+        service.cancel_run(resume.id)
+    assert run_next().status == "succeeded"
+
+
+def race_cancel_and_decide(thread_id: str) -> dict[str, str]:
+    """Pause a run, then cancel it and answer it at the same instant."""
+    service.start_run("approval", {}, thread_id=thread_id)
+    paused = run_next()
+    pending = state(thread_id).interrupts
+    barrier = threading.Barrier(2)
+    outcome: dict[str, str] = {}
+
+    def attempt(name: str, action: Any) -> None:
+        from django.db import connections
+
+        try:
+            barrier.wait()
+            action()
+            outcome[name] = "ok"
+        except (service.RunStateError, ThreadBusyError):
+            outcome[name] = "refused"
+        finally:
+            connections.close_all()
+
+    threads = [
+        threading.Thread(target=attempt, args=("cancel", lambda: service.cancel_run(paused.id))),
+        threading.Thread(
+            target=attempt,
+            args=("decide", lambda: service.resume_thread(thread_id, {pending[0].id: True})),
+        ),
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    outcome["cancelled"] = Run.objects.get(id=paused.id).status
+    return outcome
+
+
+def test_cancelling_and_deciding_at_once_never_both_happen() -> None:
+    """Cancel racing an accepted decision (reliability C1.7c): exactly one of them wins."""
+    for round_ in range(10):
+        thread_id = f"race-cancel-{round_}"
+        outcome = race_cancel_and_decide(thread_id)
+        resumes = Run.objects.filter(thread_id=thread_id, kind="resume", status="queued").count()
+        cancelled = outcome["cancelled"] == "cancelled"
+        assert cancelled != bool(resumes), outcome
+        assert {outcome["cancel"], outcome["decide"]} == {"ok", "refused"}, outcome
+        while (leftover := claim_next_run("drain", LEASE)) is not None:
+            execute(leftover)
