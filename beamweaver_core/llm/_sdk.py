@@ -13,18 +13,19 @@ import logging
 import os
 import threading
 from abc import abstractmethod
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from types import ModuleType
-from typing import Any
+from typing import Any, Protocol
 
+from beamweaver_core.agent.messages import Message
 from beamweaver_core.exceptions import (
     MalformedModelResponseError,
     ModelAuthenticationError,
     ModelProviderError,
     ModelRateLimitError,
 )
-from beamweaver_core.llm.base import ChatModel
+from beamweaver_core.llm.base import ChatModel, ToolSpec
 
 logger = logging.getLogger("beamweaver_core.llm")
 
@@ -89,11 +90,21 @@ def _clip(text: str, limit: int = 200) -> str:
     return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} chars)"
 
 
+class StreamedReply(Protocol):
+    """Accumulates one streamed response: `add` takes an event and returns its text delta
+    (or ""), `message` returns the complete assistant message at the end."""
+
+    def add(self, event: Any) -> str: ...
+
+    def message(self) -> Message: ...
+
+
 class SDKChatModel(ChatModel):
     """A `ChatModel` backed by an official provider SDK, imported on first use.
 
-    Subclasses set the class attributes below and implement `_build_client`; they wrap
-    every SDK call in `self._translated_errors()`.
+    Subclasses set the class attributes below and implement `_build_client`, `_request`,
+    `_create`, `_parse` and `_new_reply`; `invoke`, `ainvoke`, `stream` and `astream` are
+    written once here, every SDK call wrapped in `self._translated_errors()`.
     """
 
     _sdk_module: str  # the importable SDK package, e.g. "openai"
@@ -175,6 +186,62 @@ class SDKChatModel(ChatModel):
         self, sdk: ModuleType, api_key: str, *, asynchronous: bool, http_client: Any
     ) -> Any:
         """Instantiate the SDK's (async) client."""
+
+    @abstractmethod
+    def _request(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> dict[str, Any]:
+        """The keyword arguments of the SDK's create call for this conversation."""
+
+    @abstractmethod
+    def _create(self, request: dict[str, Any], *, asynchronous: bool) -> Any:
+        """Call the SDK's create method (a coroutine when `asynchronous`)."""
+
+    @abstractmethod
+    def _parse(self, response: Any) -> Message:
+        """The assistant `Message` of a complete (non-streamed) response."""
+
+    @abstractmethod
+    def _new_reply(self) -> StreamedReply:
+        """An accumulator for one streamed response."""
+
+    def invoke(self, messages: Sequence[Message], *, tools: Sequence[ToolSpec] = ()) -> Message:
+        """Send the conversation and return the assistant's reply."""
+        request = self._request(messages, tools)
+        with self._translated_errors():
+            return self._parse(self._create(request, asynchronous=False))
+
+    async def ainvoke(
+        self, messages: Sequence[Message], *, tools: Sequence[ToolSpec] = ()
+    ) -> Message:
+        """Async `invoke`, on the SDK's async client."""
+        request = self._request(messages, tools)
+        with self._translated_errors():
+            return self._parse(await self._create(request, asynchronous=True))
+
+    def stream(
+        self, messages: Sequence[Message], *, tools: Sequence[ToolSpec] = ()
+    ) -> Iterator[str | Message]:
+        """Yield text deltas as they arrive, then the final assistant `Message`."""
+        request = {**self._request(messages, tools), "stream": True}
+        with self._translated_errors():
+            reply = self._new_reply()
+            with self._create(request, asynchronous=False) as events:
+                for event in events:
+                    if text := reply.add(event):
+                        yield text
+            yield reply.message()
+
+    async def astream(
+        self, messages: Sequence[Message], *, tools: Sequence[ToolSpec] = ()
+    ) -> AsyncIterator[str | Message]:
+        """Async `stream`, on the SDK's async client."""
+        request = {**self._request(messages, tools), "stream": True}
+        with self._translated_errors():
+            reply = self._new_reply()
+            async with await self._create(request, asynchronous=True) as events:
+                async for event in events:
+                    if text := reply.add(event):
+                        yield text
+            yield reply.message()
 
     @contextmanager
     def _translated_errors(self) -> Iterator[None]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
@@ -102,45 +102,11 @@ class AnthropicChatModel(SDKChatModel):
         create = self._client(asynchronous=asynchronous).messages.create
         return create(**with_extra_body(create, request))
 
-    def invoke(self, messages: Sequence[Message], *, tools: Sequence[ToolSpec] = ()) -> Message:
-        """Send the conversation and return the assistant's reply."""
-        request = self._request(messages, tools)
-        with self._translated_errors():
-            return from_anthropic_message(self._create(request, asynchronous=False))
+    def _parse(self, response: Any) -> Message:
+        return from_anthropic_message(response)
 
-    async def ainvoke(
-        self, messages: Sequence[Message], *, tools: Sequence[ToolSpec] = ()
-    ) -> Message:
-        """Async `invoke`, on the SDK's `AsyncAnthropic` client."""
-        request = self._request(messages, tools)
-        with self._translated_errors():
-            return from_anthropic_message(await self._create(request, asynchronous=True))
-
-    def stream(
-        self, messages: Sequence[Message], *, tools: Sequence[ToolSpec] = ()
-    ) -> Iterator[str | Message]:
-        """Yield text deltas as they arrive, then the final assistant `Message`."""
-        request = {**self._request(messages, tools), "stream": True}
-        with self._translated_errors():
-            reply = _StreamedReply()
-            with self._create(request, asynchronous=False) as events:
-                for event in events:
-                    if text := reply.add(event):
-                        yield text
-            yield reply.message()
-
-    async def astream(
-        self, messages: Sequence[Message], *, tools: Sequence[ToolSpec] = ()
-    ) -> AsyncIterator[str | Message]:
-        """Async `stream`, on the SDK's `AsyncAnthropic` client."""
-        request = {**self._request(messages, tools), "stream": True}
-        with self._translated_errors():
-            reply = _StreamedReply()
-            async with await self._create(request, asynchronous=True) as events:
-                async for event in events:
-                    if text := reply.add(event):
-                        yield text
-            yield reply.message()
+    def _new_reply(self) -> _StreamedReply:
+        return _StreamedReply()
 
 
 def to_anthropic_messages(messages: Sequence[Message]) -> tuple[str, list[dict[str, Any]]]:
