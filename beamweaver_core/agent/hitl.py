@@ -11,11 +11,19 @@ fails, the thread keeps waiting on the same interrupt. Valid decisions become:
   runs instead, and its result tells the model so (it must not re-issue the original);
 - reject: an error tool message telling the model not to retry the call;
 - respond: a successful tool message carrying the reviewer's text; the tool never runs.
+
+An approve or edit that carries a `binding` (see `review.execution_digest`; the review
+inbox always adds one) is bound to what executes: when the tool is about to run, the
+digest of the call that would run (tool, canonical arguments, the tool's current review
+config) must equal it, or the tool does not run and the model is told why. So an
+approval never covers arguments that drifted after it (a state update, another
+middleware rewriting the call) or a review policy that changed before the resume.
 """
 
 from __future__ import annotations
 
 import inspect
+import logging
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
@@ -29,6 +37,8 @@ from beamweaver_core.agent.review import (
     DecisionType,
     ReviewConfig,
     ReviewRequest,
+    execution_digest,
+    policy_version,
     validate_decisions,
 )
 from beamweaver_core.agent.state import pending_tool_calls
@@ -42,6 +52,17 @@ if TYPE_CHECKING:
 DEFAULT_DESCRIPTION_PREFIX = "Tool execution pending approval"
 EDITS_KEY = "hitl_edited_tool_calls"
 """State key: tool call id -> the reviewer's `{"name", "args"}` that runs instead."""
+
+BINDINGS_KEY = "hitl_bindings"
+"""State key: tool call id -> the execution digest its approval or edit was bound to."""
+
+BINDING_REFUSAL_TEMPLATE = (
+    "The tool call `{name}` (id {call_id}) was not executed: what would run (the tool, its "
+    "arguments or its review policy) differs from what the human reviewer approved. Do not "
+    "retry it unless the user asks; a new call is reviewed again."
+)
+
+logger = logging.getLogger(__name__)
 
 EDIT_NOTICE_TEMPLATE = (
     "Note: a human reviewer replaced this tool call before it ran; the call as you proposed "
@@ -177,8 +198,8 @@ class HumanInTheLoop(Middleware):
             self.tool_schemas[tool_obj.name] = tool_obj.args_schema
 
     def state_reducers(self) -> Mapping[str, Reducer]:
-        """Edits of successive reviews are merged by tool call id."""
-        return {EDITS_KEY: _merge_edits}
+        """Edits and bindings of successive reviews are merged by tool call id."""
+        return {EDITS_KEY: _merge_edits, BINDINGS_KEY: _merge_edits}
 
     def after_model(self, state: Mapping[str, Any], runtime: Runtime) -> dict[str, Any] | None:
         """Review the matching tool calls of the model's last reply; apply the decisions."""
@@ -201,11 +222,27 @@ class HumanInTheLoop(Middleware):
         return _apply(decided)
 
     def wrap_tool_call(self, request: ToolRequest, handler: ToolHandler) -> Message:
-        """Run the reviewer's version of an edited call and say so in its result."""
+        """Run the reviewer's version of an edited call and say so in its result; refuse a
+        bound call whose execution digest no longer matches its approval."""
         edited = (request.state.get(EDITS_KEY) or {}).get(request.tool_call.id)
+        call = request.tool_call
+        if edited is not None:
+            call = ToolCall(id=call.id, name=edited["name"], args=edited["args"])
+        binding = (request.state.get(BINDINGS_KEY) or {}).get(call.id)
+        if binding is not None and binding != self.execution_digest(call):
+            logger.warning(
+                "Tool call %s (%s) refused: it differs from what the reviewer approved",
+                call.id,
+                call.name,
+            )
+            return Message.tool(
+                BINDING_REFUSAL_TEMPLATE.format(name=call.name, call_id=call.id),
+                tool_call_id=call.id,
+                name=call.name,
+                status="error",
+            )
         if edited is None:
             return handler(request)
-        call = ToolCall(id=request.tool_call.id, name=edited["name"], args=edited["args"])
         result = handler(request.replace(tool_call=call))
         notice = EDIT_NOTICE_TEMPLATE.format(name=call.name, args=canonical_json(dict(call.args)))
         return Message.tool(
@@ -214,6 +251,27 @@ class HumanInTheLoop(Middleware):
             name=result.name,
             status=result.status or "success",
         )
+
+    def review_config(self, tool_name: str) -> ReviewConfig | None:
+        """The review config of `tool_name` under the current policy (`None`: not reviewed)."""
+        policy = self.policies.get(tool_name)
+        return None if policy is None else self._config(tool_name, policy)
+
+    def _config(self, tool_name: str, policy: ToolPolicy) -> ReviewConfig:
+        schema = (
+            policy.args_schema
+            if policy.args_schema is not None
+            else self.tool_schemas.get(tool_name)
+        )
+        return ReviewConfig(tool_name, policy.allowed_decisions, schema)
+
+    def execution_digest(self, call: ToolCall) -> str | None:
+        """The digest an approval of `call` must carry for it to run now (`None` when the
+        tool is no longer reviewed: no approval can match)."""
+        config = self.review_config(call.name)
+        if config is None:
+            return None
+        return execution_digest(call.name, dict(call.args), policy_version(config))
 
     def _needs_review(
         self, call: ToolCall, policy: ToolPolicy, state: Mapping[str, Any], runtime: Runtime
@@ -239,12 +297,7 @@ class HumanInTheLoop(Middleware):
             actions.append(
                 ActionRequest(name=call.name, args=dict(call.args), description=description)
             )
-            schema = (
-                policy.args_schema
-                if policy.args_schema is not None
-                else self.tool_schemas.get(call.name)
-            )
-            configs.append(ReviewConfig(call.name, policy.allowed_decisions, schema))
+            configs.append(self._config(call.name, policy))
         return ReviewRequest(tuple(actions), tuple(configs))
 
 
@@ -252,8 +305,11 @@ def _apply(decided: list[tuple[ToolCall, dict[str, Any]]]) -> dict[str, Any] | N
     """State updates for validated decisions: synthesized tool messages and edits."""
     messages: list[Message] = []
     edits: dict[str, dict[str, Any]] = {}
+    bindings: dict[str, str] = {}
     for call, chosen in decided:
         kind = chosen["type"]
+        if "binding" in chosen:
+            bindings[call.id] = chosen["binding"]
         if kind == "edit":
             edits[call.id] = chosen["edited_action"]
         elif kind == "reject":
@@ -268,6 +324,8 @@ def _apply(decided: list[tuple[ToolCall, dict[str, Any]]]) -> dict[str, Any] | N
         update["messages"] = messages
     if edits:
         update[EDITS_KEY] = edits
+    if bindings:
+        update[BINDINGS_KEY] = bindings
     return update or None
 
 
@@ -287,6 +345,8 @@ def _merge_edits(existing: Mapping[str, Any], update: Mapping[str, Any]) -> dict
 
 
 __all__ = [
+    "BINDINGS_KEY",
+    "BINDING_REFUSAL_TEMPLATE",
     "DEFAULT_DESCRIPTION_PREFIX",
     "EDITS_KEY",
     "EDIT_NOTICE_TEMPLATE",

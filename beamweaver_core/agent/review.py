@@ -8,20 +8,30 @@ The payload shape is LangChain's HumanInTheLoopMiddleware's:
 `validate_decisions` is a pure function shared by the middleware (when a resumed node
 reads the answer) and by review UIs (before they accept a decision), so both refuse the
 same answers with the same problems.
+
+An approve or edit decision may carry a `binding`: the `execution_digest` of the tool,
+canonical arguments and review policy version it approves (`bind_decisions` adds them).
+The middleware runs a bound call only if what would run still has that digest.
 """
 
 from __future__ import annotations
 
+import hashlib
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
+from beamweaver_core.agent.canonical import canonical_json
 from beamweaver_core.agent.schema import check_schema, schema_problems
 from beamweaver_core.exceptions import InvalidDecisionError, NotAReviewError
 from beamweaver_core.types import Interrupt
 
 DecisionType: TypeAlias = Literal["approve", "edit", "reject", "respond"]
 DECISION_TYPES: tuple[DecisionType, ...] = ("approve", "edit", "reject", "respond")
+EXECUTING_TYPES: frozenset[str] = frozenset({"approve", "edit"})
+"""Decision types after which the tool runs (and which a `binding` can bind)."""
+_DIGEST = re.compile(r"^[0-9a-f]{64}$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +64,19 @@ class ReviewConfig:
         if self.args_schema is not None:
             data["args_schema"] = self.args_schema
         return data
+
+
+def policy_version(config: ReviewConfig) -> str:
+    """The version of the review policy an action is decided under: the SHA-256 (hex) of
+    its review config (tool, allowed decisions, argument schema) in canonical JSON."""
+    return hashlib.sha256(canonical_json(config.to_dict()).encode()).hexdigest()
+
+
+def execution_digest(tool: str, args: Mapping[str, Any], version: str) -> str:
+    """What an approval binds: SHA-256 (hex) of the tool name, its canonical arguments and
+    the review policy version, so any change to one of them changes the digest."""
+    material = canonical_json({"args": dict(args), "policy_version": version, "tool": tool})
+    return hashlib.sha256(material.encode()).hexdigest()
 
 
 @dataclass(frozen=True, slots=True)
@@ -286,6 +309,15 @@ def _check_decision(
         )
     if kind == "edit":
         problems.extend(_check_edit(index, item.get("edited_action"), action, config))
+    binding = item.get("binding")
+    if binding is not None and not (isinstance(binding, str) and _DIGEST.match(binding)):
+        problems.append(
+            _problem(
+                index,
+                "binding",
+                f"'binding' must be the 64-character hex execution digest, got {_preview(binding)}.",
+            )
+        )
     if problems:
         return problems, None
     normalized: dict[str, Any] = {"type": kind}
@@ -294,6 +326,8 @@ def _check_decision(
         normalized["edited_action"] = {"name": edited["name"], "args": dict(edited["args"])}
     elif message is not None or kind == "respond":
         normalized["message"] = message
+    if binding is not None and kind in EXECUTING_TYPES:
+        normalized["binding"] = binding
     return [], normalized
 
 
@@ -342,6 +376,27 @@ def _check_edit(
     return problems
 
 
+def bind_decisions(
+    review: ReviewRequest, decisions: Sequence[Mapping[str, Any]]
+) -> tuple[dict[str, Any], ...]:
+    """`decisions` (validated, one per action) with the `binding` of every approve or edit:
+    the execution digest of the call that will run under the action's review config."""
+    bound: list[dict[str, Any]] = []
+    for chosen, action, config in zip(
+        decisions, review.action_requests, review.review_configs, strict=True
+    ):
+        item = {k: v for k, v in chosen.items() if k != "binding"}
+        if item["type"] == "approve":
+            item["binding"] = execution_digest(action.name, action.args, policy_version(config))
+        elif item["type"] == "edit":
+            edited = item["edited_action"]
+            item["binding"] = execution_digest(
+                edited["name"], edited["args"], policy_version(config)
+            )
+        bound.append(item)
+    return tuple(bound)
+
+
 class HITL:
     """Helpers for code that renders and answers tool reviews (UIs, CLIs, services)."""
 
@@ -349,15 +404,20 @@ class HITL:
     from_value = staticmethod(ReviewRequest.from_value)
     decision = staticmethod(decision)
     validate_decisions = staticmethod(validate_decisions)
+    bind_decisions = staticmethod(bind_decisions)
 
 
 __all__ = [
     "DECISION_TYPES",
+    "EXECUTING_TYPES",
     "HITL",
     "ActionRequest",
     "DecisionType",
     "ReviewConfig",
     "ReviewRequest",
+    "bind_decisions",
     "decision",
+    "execution_digest",
+    "policy_version",
     "validate_decisions",
 ]
