@@ -27,6 +27,8 @@ from typing import Any
 
 from bench import bw_database, env, pg, plan, report
 from bench.harness import Job, run_all, schedule
+from bench.live import database as live_database
+from bench.live import server as live_server
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 
@@ -53,9 +55,9 @@ def _parser() -> argparse.ArgumentParser:
 def _list(configs: list[plan.Config]) -> None:
     for config in configs:
         if config.pending:
-            print(f"{config.key:22} {config.pending}")
+            print(f"{config.key:24} {config.pending}")
             continue
-        print(f"{config.key:22} {config.workload:12} quick={config.quick} full={config.full}")
+        print(f"{config.key:24} {config.workload:17} quick={config.quick} full={config.full}")
 
 
 def _table_from(path: Path) -> int:
@@ -74,16 +76,21 @@ def _table_from(path: Path) -> int:
 
 def _blocker(configs: list[plan.Config]) -> Any:
     """Decide once, before any run, which jobs cannot run here and why."""
-    postgres_reason = bw_reason = None
-    if any(c.postgres for c in configs):
+    postgres_reason = bw_reason = live_reason = redis_reason = None
+    if any(c.postgres or c.live for c in configs):
         postgres_reason = pg.unreachable_reason()
-        if postgres_reason is None and any(
-            c.postgres and "beamweaver" in c.engines for c in configs
-        ):
-            logging.getLogger("bench").info("preparing %s (migrate)", pg.bw_dsn())
-            bw_reason = bw_database.prepare()
+    if postgres_reason is None and any(c.live for c in configs):
+        logging.getLogger("bench").info("preparing the live server's database (migrate)")
+        live_reason = live_database.prepare_template()
+    if any(c.redis for c in configs):
+        redis_reason = live_server.redis_unreachable_reason()
+    if postgres_reason is None and any(c.postgres and "beamweaver" in c.engines for c in configs):
+        logging.getLogger("bench").info("preparing %s (migrate)", pg.bw_dsn())
+        bw_reason = bw_database.prepare()
 
     def blocked(job: Job) -> str | None:
+        if job.config.live:
+            return postgres_reason or live_reason or (redis_reason if job.config.redis else None)
         if not job.config.postgres:
             return None
         if postgres_reason is not None:
@@ -120,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     load_before = env.load()
     blocked, postgres_reason = _blocker(configs)
     facts: dict[str, Any] = {"versions": env.versions(), "machine": env.machine()}
-    if postgres_reason is None and any(c.postgres for c in configs):
+    if postgres_reason is None and any(c.postgres or c.live for c in configs):
         facts["postgres"] = pg.server_facts()
     cpu_before = env.foreign_cpu_snapshot()
     records: list[dict[str, Any]] = []
@@ -150,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
             blocked=blocked,
             on_result=keep,
         )
-        load = {
+        load: dict[str, Any] = {
             "before": load_before,
             "after": env.load(),
             "other_processes_cpu_s": env.foreign_cpu_seconds(

@@ -14,10 +14,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench.targets import AtMost, FloorBound, RatioAtLeast, RatioAtMost, RawBytesBound, Target
+from bench.targets import (
+    AtMost,
+    FloorBound,
+    ForComparison,
+    RatioAtLeast,
+    RatioAtMost,
+    RawBytesBound,
+    Target,
+)
 
 BOTH = ("beamweaver", "langgraph")
-REALTIME_PENDING = "not yet measurable: needs the review inbox (issue 5)"
+LIVE_WORKLOADS = ("realtime_push", "realtime_decision", "realtime_inbox")
+"""Workloads against the live server (`bench.live`); BeamWeaver only, absolute numbers."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,7 +52,17 @@ class Config:
 
     @property
     def postgres(self) -> bool:
+        """Checkpoint workloads on the benchmark Postgres (the live ones have their own)."""
         return self.workload in ("concurrency", "floor") or self.full.get("backend") == "postgres"
+
+    @property
+    def live(self) -> bool:
+        """Runs against the product's own server on a database of its own."""
+        return self.workload in LIVE_WORKLOADS
+
+    @property
+    def redis(self) -> bool:
+        return self.full.get("mode") == "redis"
 
     def params(self, quick: bool) -> dict[str, Any]:
         return {**(self.quick if quick else self.full), "lg_durability": self.lg_durability}
@@ -90,6 +109,93 @@ def _fanout(backend: str, quick: int, full: int) -> Config:
         ),
     )
 
+
+_MODE_TITLE = {
+    "single": "single process (in-memory layer, in-process workers)",
+    "redis": "Redis layer, separate worker process",
+}
+PUSH_TARGET = AtMost(50, "ms (p99)")
+DECISION_TARGET = AtMost(100, "ms (p99)")
+INBOX_TARGET = AtMost(150, "ms (p95)")
+TARGET_MODE = "single"
+"""The realtime target rows measure the single-process server: the product's default on
+one machine (and what the browser tests run); the Redis rows are for comparison."""
+
+
+def _judged(target: Target, mode: str) -> Target:
+    return target if mode == TARGET_MODE else ForComparison(target)
+
+
+def _push(mode: str, rate: int, judged: bool) -> Config:
+    target = _judged(PUSH_TARGET, mode) if judged else ForComparison(PUSH_TARGET)
+    return Config(
+        f"realtime_push{'' if rate == 50 else rate}_{mode}",
+        f"7a. realtime: interrupt committed → websocket frame, {rate} interrupts/s offered, "
+        f"{_MODE_TITLE[mode]}",
+        "realtime_push",
+        quick={"mode": mode, "rate": 10, "seconds": 2, "warmup": 3, "drain_s": 10},
+        full={"mode": mode, "rate": rate, "seconds": 30, "warmup": 25, "drain_s": 90},
+        engines=("beamweaver",),
+        metrics=(
+            ms("push latency p99", "push_ms", "p99", target=target),
+            ms("push latency (median)", "push_ms", "median"),
+            ms("push latency p95", "push_ms", "p95"),
+            Metric("interrupts committed per second", ("rate", "committed_per_s"), "/s"),
+            Metric("runs started per second (offered)", ("rate", "sent_per_s"), "/s"),
+            Metric("committed pauses without a frame", ("interrupts", "frames_missing"), ""),
+            ms("start POST → pause committed p99", "start_to_pause_ms", "p99"),
+            Metric("server CPU per interrupt", ("server_cpu_ms_per_interrupt",), "ms"),
+        ),
+    )
+
+
+def _decision(mode: str) -> Config:
+    return Config(
+        f"realtime_decision_{mode}",
+        f"7b. realtime: decision POST → resume run started, 5 decisions/s, {_MODE_TITLE[mode]}",
+        "realtime_decision",
+        quick={"mode": mode, "decisions": 10, "warmup": 2, "rate": 5},
+        full={"mode": mode, "decisions": 200, "warmup": 20, "rate": 5},
+        engines=("beamweaver",),
+        metrics=(
+            ms(
+                "POST sent → resume started p99",
+                "resume_started_ms",
+                "p99",
+                target=_judged(DECISION_TARGET, mode),
+            ),
+            ms("POST sent → resume started (median)", "resume_started_ms", "median"),
+            ms("POST sent → resume queued (median)", "resume_queued_ms", "median"),
+            ms("POST latency (median)", "post_ms", "median"),
+            ms("POST latency p99", "post_ms", "p99"),
+            Metric("server CPU per decision", ("server_cpu_ms_per_decision",), "ms"),
+        ),
+    )
+
+
+_LIVE: tuple[Config, ...] = (
+    _push("single", 50, True),
+    _push("redis", 50, True),
+    _push("single", 10, False),
+    _decision("single"),
+    _decision("redis"),
+    Config(
+        "realtime_inbox",
+        "7c. realtime: inbox page, 10,000 pending items, logged-in reviewer",
+        "realtime_inbox",
+        quick={"items": 300, "requests": 10, "warmup": 2},
+        full={"items": 10_000, "requests": 200},
+        engines=("beamweaver",),
+        metrics=(
+            ms("GET / p95", "inbox_ms", "p95", target=INBOX_TARGET),
+            ms("GET / (median)", "inbox_ms", "median"),
+            ms("GET / p99", "inbox_ms", "p99"),
+            ms("search ?q=<customer> p95", "search_ms", "p95"),
+            ms("filtered ?graph=&tool= p95", "filtered_ms", "p95"),
+            Metric("page size", ("pages", "inbox", "bytes"), "B"),
+        ),
+    ),
+)
 
 CONFIGS: tuple[Config, ...] = (
     Config(
@@ -206,26 +312,8 @@ CONFIGS: tuple[Config, ...] = (
             ms("SELECT 1 round trip (median)", "ops", "select_1", "latency_ms", "median"),
         ),
     ),
-    Config(
-        "realtime_ws",
-        "7. realtime: interrupt committed → websocket frame (target p99 ≤ 50 ms at 50/s)",
-        None,
-        pending=REALTIME_PENDING,
-    ),
-    Config(
-        "realtime_decision",
-        "7. realtime: decision POST → resume run started (target p99 ≤ 100 ms)",
-        None,
-        pending=REALTIME_PENDING,
-    ),
-    Config(
-        "realtime_inbox",
-        "7. realtime: inbox page, 10,000 pending (target p95 ≤ 150 ms)",
-        None,
-        pending=REALTIME_PENDING,
-    ),
+    *_LIVE,
 )
-
 FLOOR_METRIC = ("ops", "insert_commit", "latency_ms", "median")
 """Where the floor (one durable INSERT + COMMIT) is read for `FloorBound`."""
 

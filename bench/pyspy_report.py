@@ -31,7 +31,7 @@ def _parse(frame: str) -> tuple[str, str]:
 
 
 def _is_focus(func: str, focus: str) -> bool:
-    return func == focus or func.endswith(f".{focus}")
+    return not focus or func == focus or func.endswith(f".{focus}")
 
 
 def summarize(path: Path, focus: str, top: int) -> str:
@@ -54,7 +54,8 @@ def summarize(path: Path, focus: str, top: int) -> str:
             inclusive[name] += n
     if not total:
         return f"no samples under {focus!r}"
-    lines = [f"{total} samples inside {focus!r}", "own (innermost frame) by module:"]
+    where = f"inside {focus!r}" if focus else "in all"
+    lines = [f"{total} samples {where}", "own (innermost frame) by module:"]
     lines += [f"  {n / total * 100:5.1f}%  {name}" for name, n in own.most_common(top)]
     lines.append("inclusive, by function:")
     lines += [f"  {n / total * 100:5.1f}%  {name}" for name, n in inclusive.most_common(top)]
@@ -66,7 +67,9 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("profile", type=Path, help="py-spy raw output (-f raw)")
-    parser.add_argument("--focus", default="timed", help="frame that starts the timed part")
+    parser.add_argument(
+        "--focus", default="timed", help="frame that starts the timed part ('' = every sample)"
+    )
     parser.add_argument("--top", type=int, default=15)
     args = parser.parse_args(argv)
     print(summarize(args.profile, args.focus, args.top))

@@ -90,3 +90,14 @@ class RawBytesBound(Target):
         bound = self.factor * raw
         text = f"≤ {bound:,.0f} B ({self.factor:g}x {raw:,.0f} B raw)"
         return Judged(text, None if bw is None else bw <= bound)
+
+
+@dataclass(frozen=True, slots=True)
+class ForComparison(Target):
+    """A target's bound shown on a row that is not the target row (another server mode,
+    another rate): the text says so, and there is no verdict."""
+
+    inner: Target
+
+    def judge(self, bw: float | None, lg: float | None, facts: dict[str, Any]) -> Judged:
+        return Judged(f"({self.inner.judge(bw, lg, facts).text}: for comparison)", None)

@@ -36,7 +36,7 @@ def measure(workload: str, engine_name: str, params: dict[str, Any]) -> dict[str
     try:
         engine = (
             None
-            if engine_name == "postgres"
+            if workload in workloads.ENGINE_FREE
             else load_engine(engine_name, params.get("lg_durability", "async"))
         )
         rss_ready = _rss_mb()

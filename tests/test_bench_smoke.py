@@ -58,3 +58,28 @@ def test_quick_mode_runs_both_engines_and_appends_complete_json_lines(tmp_path: 
         assert row["target"] == "ratio ≤ 0.25"
         assert row["result"] in ("pass", "FAIL")
     assert "| workload | metric | BeamWeaver | LangGraph | ratio | target | result |" in done.stdout
+
+
+def test_realtime_rows_are_planned_and_pushed_frames_name_their_items() -> None:
+    """The live-server workloads are in the plan with their targets (they need Postgres and
+    a server, so CI does not run them), and the listener finds the review items a pushed
+    inbox fragment names, whichever way the row is swapped."""
+    from bench import plan
+    from bench.live.listener import item_ids
+    from bench.workloads.realtime_push import _first_frames
+
+    live = {c.key: c for c in plan.CONFIGS if c.live}
+    assert {"realtime_push_single", "realtime_decision_single", "realtime_inbox"} <= set(live)
+    assert all(c.engines == ("beamweaver",) and c.metrics[0].target for c in live.values())
+
+    created = (
+        '<li id="item-row-41" hx-swap-oob="delete"></li>'
+        '<div hx-swap-oob="beforeend:#inbox-rows"><li id="item-row-41" class="row">x</li></div>'
+        '<div id="inbox-counts" hx-swap-oob="true">(42)</div>'
+    )
+    moved = '<li id="item-row-7" class="row" hx-swap-oob="delete"></li><li id="item-row-12">'
+    assert item_ids(created) == [41]
+    assert item_ids(moved) == [7, 12]
+    assert item_ids('<nav id="inbox-pager"></nav>') == []
+    frames = [[10.0, 0, [41], 90], [11.0, 0, [41, 7], 80], [10.5, 1, [41], 90]]
+    assert _first_frames(frames) == {(0, 41): 10.0, (0, 7): 11.0, (1, 41): 10.5}

@@ -7,11 +7,24 @@ from typing import Any
 
 from bench.engines.base import Engine
 
-WORKLOADS = ("linear", "fanout", "hitl", "growth", "concurrency", "floor")
+WORKLOADS = (
+    "linear",
+    "fanout",
+    "hitl",
+    "growth",
+    "concurrency",
+    "floor",
+    "realtime_push",
+    "realtime_decision",
+    "realtime_inbox",
+)
+ENGINE_FREE = ("floor", "realtime_push", "realtime_decision", "realtime_inbox")
+"""Workloads that drive no engine adapter: the raw floor, and the live server's
+workloads (the server runs BeamWeaver itself; there is no LangGraph counterpart)."""
 
 
 def run(name: str, engine: Engine | None, params: dict[str, Any]) -> dict[str, Any]:
-    """Run workload `name` on `engine` (`None` for the engine-free floor)."""
+    """Run workload `name` on `engine` (`None` for the `ENGINE_FREE` workloads)."""
     if name not in WORKLOADS:
         raise ValueError(f"unknown workload {name!r}; known: {', '.join(WORKLOADS)}")
     module = importlib.import_module(f"bench.workloads.{name}")
