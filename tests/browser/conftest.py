@@ -31,14 +31,6 @@ from tests.support.processes import ROOT, child_env
 CHROMIUM = "/usr/bin/chromium"
 
 
-@pytest.fixture(autouse=True)
-def _sync_orm_beside_playwright(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Playwright's sync API runs an event loop in this thread; the ORM calls the browser
-    tests make between browser steps are plain synchronous code. Only these tests get the
-    switch: everywhere else Django's async-safety check stays on."""
-    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-
-
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -59,11 +51,15 @@ def _wait_until_up(url: str, proc: subprocess.Popen[Any], log: Path, timeout: fl
     raise RuntimeError(f"The server did not start within {timeout}s:\n{log.read_text()}")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def daphne_server(
     django_db_setup: Any, django_db_blocker: Any, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[str]:
-    """A daphne serving the project on the test database; yields its base URL."""
+    """A daphne serving the project on the test database; yields its base URL.
+
+    One per test module: its in-process workers claim queued runs from the test database,
+    so it must not outlive the tests that expect it (the tests collected after it queue
+    and claim runs themselves)."""
     with django_db_blocker.unblock():
         env = child_env(
             BEAMWEAVER_GRAPHS=json.dumps(REVIEW_GRAPHS),
@@ -105,13 +101,21 @@ def daphne_server(
             proc.wait(5)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
+    """Chromium for one test module.
+
+    Playwright's sync API runs an event loop in this thread while it is open, and the ORM
+    calls the browser tests make between browser steps are plain synchronous code; so the
+    async-safety switch is on exactly while Playwright runs, and Playwright stops at the
+    end of the module: the tests collected after it keep Django's check.
+    """
     from playwright.sync_api import sync_playwright
 
     if not Path(CHROMIUM).exists():
         pytest.skip("Debian's Chromium is not installed at /usr/bin/chromium")
-    with sync_playwright() as playwright:
+    with pytest.MonkeyPatch.context() as patch, sync_playwright() as playwright:
+        patch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
         chromium = playwright.chromium.launch(
             executable_path=CHROMIUM,
             args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"],
