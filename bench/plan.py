@@ -309,6 +309,13 @@ CONFIGS: tuple[Config, ...] = (
                 "latency_ms",
                 "median",
             ),
+            ms(
+                "step-shaped write: 1 statement, 4 rows in 3 tables + COMMIT (median)",
+                "ops",
+                "step_write",
+                "latency_ms",
+                "median",
+            ),
             ms("SELECT 1 round trip (median)", "ops", "select_1", "latency_ms", "median"),
         ),
     ),

@@ -3,6 +3,11 @@
 Raw psycopg on one autocommit connection, no engine: `INSERT` of a 1 KB JSONB row with its
 commit (`synchronous_commit = on`: the commit waits for the WAL fsync), the same with
 `synchronous_commit = off` (no wait: what fsync costs), and `SELECT 1` (one round trip).
+
+`step_write` is the floor of a super-step shaped write, the peer's `step_txn_sync` done
+the way BeamWeaver writes a step: ONE statement (`WITH ... INSERT`) putting four rows in
+three tables (a ~1.2 KB JSONB checkpoint, a ~100 B blob, two ~100 B task writes) and its
+commit. Statements are prepared (`prepare_threshold=0`), as the checkpointer's are.
 """
 
 from __future__ import annotations
@@ -20,6 +25,18 @@ from bench.stats import summarize_ms
 
 DEFAULTS = {"n": 2000, "doc_bytes": 1024, "warmup": 100}
 SCHEMA = "bench_floor"
+
+
+_STEP_TABLES = {
+    "step_cp": "id bigint PRIMARY KEY, doc jsonb NOT NULL",
+    "step_blob": "cp bigint, channel text, blob bytea, PRIMARY KEY (cp, channel)",
+    "step_write": "cp bigint, idx int, blob bytea, PRIMARY KEY (cp, idx)",
+}
+_STEP_WRITE = """
+WITH c AS (INSERT INTO step_cp (id, doc) VALUES (%s, %s::jsonb)),
+     b AS (INSERT INTO step_blob (cp, channel, blob) VALUES (%s, 'messages', %s))
+INSERT INTO step_write (cp, idx, blob) VALUES (%s, 0, %s), (%s, 1, %s)
+"""
 
 
 def document(size: int) -> str:
@@ -43,12 +60,25 @@ def run(engine: None, params: dict[str, Any]) -> dict[str, Any]:
                 sql.Identifier(SCHEMA, "docs")
             )
         )
+        for table, columns in _STEP_TABLES.items():
+            admin.execute(
+                sql.SQL("CREATE TABLE {} ({})").format(
+                    sql.Identifier(SCHEMA, table), sql.SQL(columns)
+                )
+            )
     next_id = 0
+    checkpoint, small = document(1200), b"x" * 100
 
     def insert(conn: Any) -> None:
         nonlocal next_id
         next_id += 1
         conn.execute("INSERT INTO docs (id, doc) VALUES (%s, %s::jsonb)", (next_id, doc))
+
+    def step_write(conn: Any) -> None:
+        nonlocal next_id
+        next_id += 1
+        i = next_id
+        conn.execute(_STEP_WRITE, (i, checkpoint, i, small, i, small, i, small))
 
     def select_1(conn: Any) -> None:
         conn.execute("SELECT 1").fetchone()
@@ -56,6 +86,7 @@ def run(engine: None, params: dict[str, Any]) -> dict[str, Any]:
     ops: dict[str, tuple[str, Callable[[Any], None]]] = {
         "insert_commit": ("on", insert),
         "insert_commit_no_fsync_wait": ("off", insert),
+        "step_write": ("on", step_write),
         "select_1": ("on", select_1),
     }
     results: dict[str, Any] = {}

@@ -28,8 +28,8 @@ from bench.stats import summarize_ms
 
 DEFAULTS = {
     "mode": "single",
-    "decisions": 300,
-    "rate": 10.0,
+    "decisions": 200,
+    "rate": 5.0,
     "warmup": 20,
     "clients": 1,
     "setup_rate": 20.0,
