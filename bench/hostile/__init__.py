@@ -1,0 +1,1 @@
+"""Hostile tests on demand: faults, crashes, soak and fan-out (`python -m bench.hostile`)."""
