@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from django.apps import AppConfig
+from django.contrib.admin.apps import AdminConfig
 
 
 class BeamWeaverCoreConfig(AppConfig):
@@ -12,9 +13,18 @@ class BeamWeaverCoreConfig(AppConfig):
     def ready(self) -> None:
         from django.db import connections
 
-        from beamweaver_core import checks  # noqa: F401  (registers the system checks)
+        from beamweaver_core import (
+            checks,  # noqa: F401  (registers the system checks)
+            ratelimit,  # noqa: F401  (counts failed logins)
+        )
         from beamweaver_core.graph.tasks import register_thread_cleanup
 
         # Graph tasks run on pooled threads; one that used the database (a nested graph's
         # checkpoints, a tool) gives its connection back to the pool when it finishes.
         register_thread_cleanup(connections.close_all)
+
+
+class BeamWeaverAdminConfig(AdminConfig):
+    """`django.contrib.admin` with the project's site (permission before lookup)."""
+
+    default_site = "beamweaver_core.admin_site.BeamWeaverAdminSite"

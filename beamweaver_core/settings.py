@@ -79,7 +79,7 @@ CSRF_TRUSTED_ORIGINS = _env_list("CSRF_TRUSTED_ORIGINS", [])
 
 INSTALLED_APPS = [
     "daphne",
-    "django.contrib.admin",
+    "beamweaver_core.apps.BeamWeaverAdminConfig",
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -99,6 +99,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "beamweaver_core.ratelimit.RateLimitMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
@@ -175,6 +176,20 @@ if os.environ.get("REDIS_URL"):
     }
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+
+# The cache holds rate-limit counters only. Short socket timeouts: a Redis that is down or
+# paused makes a limit check fail open within a quarter second, never stall a decision.
+if os.environ.get("REDIS_URL"):
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": os.environ["REDIS_URL"],
+            "KEY_PREFIX": os.environ.get("BEAMWEAVER_CHANNEL_PREFIX", "beamweaver"),
+            "OPTIONS": {"socket_connect_timeout": 0.25, "socket_timeout": 0.25},
+        }
+    }
+else:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
@@ -265,6 +280,11 @@ BEAMWEAVER: dict[str, Any] = {
     # "inline": a worker runs inside the web process; "external": only `manage.py
     # beamweaver_worker` processes run graphs. "auto": inline unless REDIS_URL is set.
     "WORKER_MODE": os.environ.get("BEAMWEAVER_WORKER_MODE", "auto"),
+    # "count/seconds" (see beamweaver_core.ratelimit): decisions per reviewer, login POSTs
+    # per address, and failed logins of one username from one address before a lockout.
+    "RATE_DECISIONS": os.environ.get("BEAMWEAVER_RATE_DECISIONS", "20/10"),
+    "RATE_LOGINS": os.environ.get("BEAMWEAVER_RATE_LOGINS", "30/60"),
+    "LOGIN_LOCKOUT": os.environ.get("BEAMWEAVER_LOGIN_LOCKOUT", "5/900"),
     "LEASE_SECONDS": float(os.environ.get("BEAMWEAVER_LEASE_SECONDS", "30")),
     "HEARTBEAT_SECONDS": float(os.environ.get("BEAMWEAVER_HEARTBEAT_SECONDS", "5")),
     "POLL_SECONDS": float(os.environ.get("BEAMWEAVER_POLL_SECONDS", "2")),
