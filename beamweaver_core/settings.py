@@ -36,6 +36,11 @@ def _env_list(name: str, default: list[str]) -> list[str]:
     return [item.strip() for item in value.split(",") if item.strip()]
 
 
+def _env_json(name: str, default: Any) -> Any:
+    value = os.environ.get(name)
+    return json.loads(value) if value else default
+
+
 def database_from_url(url: str) -> dict[str, Any]:
     """Translate `postgres://user:pass@host:port/name?opt=v` into a DATABASES entry."""
     parts = urlsplit(url)
@@ -247,6 +252,22 @@ CONTENT_SECURITY_POLICY = {
     }
 }
 
+# Review notifications by email go through Django's mail framework: SMTP when EMAIL_HOST
+# is set, else the console (a laptop has no mail server).
+EMAIL_HOST = os.environ.get("EMAIL_HOST", "")
+EMAIL_PORT = int(os.environ.get("EMAIL_PORT", "587"))
+EMAIL_HOST_USER = os.environ.get("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = os.environ.get("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = _env_bool("EMAIL_USE_TLS", True)
+EMAIL_TIMEOUT = 10
+EMAIL_BACKEND = os.environ.get(
+    "EMAIL_BACKEND",
+    "django.core.mail.backends.smtp.EmailBackend"
+    if EMAIL_HOST
+    else "django.core.mail.backends.console.EmailBackend",
+)
+DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "BeamWeaver <beamweaver@localhost>")
+
 DEFAULT_EXCEPTION_REPORTER_FILTER = "beamweaver_core.redaction.RedactingExceptionReporterFilter"
 
 LOGGING = {
@@ -289,4 +310,14 @@ BEAMWEAVER: dict[str, Any] = {
     "HEARTBEAT_SECONDS": float(os.environ.get("BEAMWEAVER_HEARTBEAT_SECONDS", "5")),
     "POLL_SECONDS": float(os.environ.get("BEAMWEAVER_POLL_SECONDS", "2")),
     "MAX_ATTEMPTS": int(os.environ.get("BEAMWEAVER_MAX_ATTEMPTS", "5")),
+    # Review operations (docs/review-operations.md). Where deep links in notifications
+    # point; policies (defaults; admin rows override them); signed webhook endpoints.
+    "BASE_URL": os.environ.get("BEAMWEAVER_BASE_URL", "http://localhost:8000"),
+    "REVIEW_POLICIES": _env_json("BEAMWEAVER_REVIEW_POLICIES", []),
+    "REVIEW_WEBHOOKS": _env_json("BEAMWEAVER_REVIEW_WEBHOOKS", []),
+    # How often each process sweeps deadlines and the notification outbox; retries of a
+    # failed notification wait NOTIFY_BACKOFF_SECONDS, then twice as long each time.
+    "REVIEW_SWEEP_SECONDS": float(os.environ.get("BEAMWEAVER_REVIEW_SWEEP_SECONDS", "10")),
+    "NOTIFY_MAX_ATTEMPTS": int(os.environ.get("BEAMWEAVER_NOTIFY_MAX_ATTEMPTS", "8")),
+    "NOTIFY_BACKOFF_SECONDS": float(os.environ.get("BEAMWEAVER_NOTIFY_BACKOFF_SECONDS", "30")),
 }

@@ -1,8 +1,10 @@
-"""Admin for review items, decisions and the audit log: staff only, read-only.
+"""Admin for the review app, staff only.
 
-Items and decisions change only through the runtime and the decision service, and the
-audit log is append-only, so the admin shows them without letting anyone edit them.
-Payloads are shown redacted.
+Items, approvals and decisions change only through the runtime and the decision service,
+and the audit log is append-only, so the admin shows them without letting anyone edit
+them; payloads are shown redacted. Review policies are edited here (they override the
+settings' defaults); API tokens are created here (the token is shown once) and revoked;
+notifications waiting in the outbox can be sent again.
 """
 
 from __future__ import annotations
@@ -10,12 +12,24 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from django.contrib import admin
+from django.contrib import admin, messages
+from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.utils import timezone
 from django.utils.html import format_html
 
 from beamweaver_core.redaction import redact
-from reviews.models import AuditEvent, Decision, ReviewItem
+from reviews.models import (
+    ApiToken,
+    Approval,
+    AuditEvent,
+    Decision,
+    NotificationPreference,
+    OutboxMessage,
+    ReviewItem,
+    ReviewPolicy,
+)
+from reviews.models.tokens import generate, hash_token
 
 
 def _pretty(text: str) -> Any:
@@ -41,7 +55,19 @@ class ReadOnlyAdmin(admin.ModelAdmin):
 
 @admin.register(ReviewItem)
 class ReviewItemAdmin(ReadOnlyAdmin):
-    list_display = ("id", "kind", "graph", "tools", "thread_id", "status", "created_at")
+    list_display = (
+        "id",
+        "kind",
+        "graph",
+        "tools",
+        "thread_id",
+        "status",
+        "assignee",
+        "claimed_by",
+        "due_at",
+        "policy_version",
+        "created_at",
+    )
     list_filter = ("status", "kind", "graph")
     search_fields = ("thread__id", "interrupt_id")
     date_hierarchy = "created_at"
@@ -59,8 +85,8 @@ class ReviewItemAdmin(ReadOnlyAdmin):
 
 @admin.register(Decision)
 class DecisionAdmin(ReadOnlyAdmin):
-    list_display = ("item", "summary", "user", "source", "created_at")
-    list_filter = ("source", "outcome")
+    list_display = ("item", "summary", "user", "reason_code", "source", "created_at")
+    list_filter = ("source", "outcome", "reason_code")
     search_fields = ("item__thread__id", "user__username", "client_decision_id")
     exclude = ("body_json", "answer_json")
     readonly_fields = ("answer",)
@@ -84,3 +110,114 @@ class AuditEventAdmin(ReadOnlyAdmin):
     list_filter = ("action", "source", "graph")
     search_fields = ("thread_ref", "actor_name", "item_ref", "client_decision_id")
     date_hierarchy = "at"
+
+
+@admin.register(Approval)
+class ApprovalAdmin(ReadOnlyAdmin):
+    list_display = ("item", "user", "source", "created_at")
+    search_fields = ("item__thread__id", "user__username")
+    exclude = ("body_json",)
+
+
+@admin.register(ReviewPolicy)
+class ReviewPolicyAdmin(admin.ModelAdmin):
+    list_display = (
+        "name",
+        "graph",
+        "tool",
+        "enabled",
+        "required_approvals",
+        "deadline",
+        "on_expiry",
+        "version",
+        "updated_at",
+    )
+    list_filter = ("enabled", "on_expiry")
+    search_fields = ("name", "graph", "tool")
+    filter_horizontal = ("reviewer_groups", "allowed_responders")
+    readonly_fields = ("version", "updated_at")
+    fieldsets = (
+        (None, {"fields": ("name", "enabled", "graph", "tool", "version", "updated_at")}),
+        (
+            "Who reviews",
+            {
+                "fields": (
+                    "reviewer_groups",
+                    "allowed_responders",
+                    "assignee",
+                    "required_approvals",
+                )
+            },
+        ),
+        (
+            "Deadline",
+            {"fields": ("deadline", "remind_before", "escalate_to", "on_expiry", "expiry_message")},
+        ),
+    )
+
+
+@admin.register(ApiToken)
+class ApiTokenAdmin(admin.ModelAdmin):
+    list_display = ("name", "user", "key", "created_at", "last_used_at", "expires_at", "revoked_at")
+    list_filter = ("revoked_at",)
+    search_fields = ("name", "user__username", "key")
+    actions = ("revoke",)
+
+    def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        if obj is None:
+            return ("name", "user", "expires_at")
+        return ("name", "user", "key", "created_at", "last_used_at", "expires_at", "revoked_at")
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        if obj is None:
+            return ()
+        return ("user", "key", "created_at", "last_used_at", "revoked_at")
+
+    def save_model(self, request: HttpRequest, obj: ApiToken, form: Any, change: bool) -> None:
+        if change:
+            super().save_model(request, obj, form, change)
+            return
+        obj.key, raw = generate()
+        obj.hashed = hash_token(raw)
+        super().save_model(request, obj, form, change)
+        messages.warning(
+            request, f"Copy the token now, it is not shown again: {raw}", extra_tags="token"
+        )
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    @admin.action(description="Revoke the selected tokens")
+    def revoke(self, request: HttpRequest, queryset: QuerySet[ApiToken]) -> None:
+        count = queryset.filter(revoked_at__isnull=True).update(revoked_at=timezone.now())
+        self.message_user(request, f"{count} token(s) revoked.")
+
+
+@admin.register(OutboxMessage)
+class OutboxMessageAdmin(ReadOnlyAdmin):
+    list_display = (
+        "id",
+        "event",
+        "channel",
+        "target",
+        "status",
+        "attempts",
+        "next_attempt_at",
+        "sent_at",
+    )
+    list_filter = ("status", "channel", "event")
+    search_fields = ("target", "last_error")
+    actions = ("send_again",)
+
+    @admin.action(description="Send again now")
+    def send_again(self, request: HttpRequest, queryset: QuerySet[OutboxMessage]) -> None:
+        count = queryset.exclude(status=OutboxMessage.Status.SENT).update(
+            status=OutboxMessage.Status.PENDING, attempts=0, next_attempt_at=timezone.now()
+        )
+        self.message_user(request, f"{count} notification(s) queued again.")
+
+
+@admin.register(NotificationPreference)
+class NotificationPreferenceAdmin(admin.ModelAdmin):
+    list_display = ("user", "email_enabled")
+    search_fields = ("user__username",)

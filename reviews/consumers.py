@@ -180,7 +180,7 @@ class InboxConsumer(LiveConsumer):
 
     def _row_update(self, item_id: int, event: str) -> str:
         items = self._items()
-        item = items.select_related("thread").filter(pk=item_id).first()
+        item = items.select_related("thread", "claimed_by", "assignee").filter(pk=item_id).first()
         context = partials.inbox_context(items, self.query)
         parts = []
         if item is not None:
@@ -242,17 +242,20 @@ class ItemConsumer(LiveConsumer):
         ReviewPresence.objects.filter(channel_name=self.channel_name).delete()
 
     def _item(self) -> ReviewItem:
-        return ReviewItem.objects.select_related("thread").get(pk=self.item_id)
+        return ReviewItem.objects.select_related(
+            "thread", "claimed_by", "assignee", "requested_by", "escalation_group"
+        ).get(pk=self.item_id)
 
     def _status(self) -> str:
         item = self._item()
         context = partials.item_context(item, self.user)
         context["oob"] = True
+        routing = partials.render(partials.ITEM, "item-routing", context)
         if item.is_pending:
             context["payload_changed"] = bool(self.digest) and self.digest != item.digest
-            return partials.render(partials.ITEM, "item-status", context)
+            return partials.render(partials.ITEM, "item-status", context) + routing
         context["form"] = None
-        return partials.render(partials.ITEM, "decision-panel", context)
+        return partials.render(partials.ITEM, "decision-panel", context) + routing
 
     def _presence(self) -> str:
         context = {"viewers": partials.viewers(self._item(), self.user), "oob": True}

@@ -26,7 +26,7 @@ from beamweaver_core.redaction import REDACTED, redact
 from beamweaver_core.runtime import registry
 from reviews import payloads
 from reviews.diffs import args_diff
-from reviews.models import ReviewItem
+from reviews.models import NotificationEvent, NotificationPreference, ReviewItem
 from reviews.services import DecisionRequest
 
 DECISION_LABELS = {
@@ -95,6 +95,8 @@ class ReviewForm:
     problems: list[str] = field(default_factory=list)
     answer_problems: list[str] = field(default_factory=list)
     invalid_payload: str = ""
+    note: str = ""
+    reason: str = ""
 
     @property
     def approve_all(self) -> bool:
@@ -111,6 +113,9 @@ def review_form(
     """The form for `item`, bound to posted `data` (after a refusal) or fresh."""
     client_id = (data or {}).get("client_decision_id") or uuid.uuid4().hex
     form = ReviewForm(item=item, client_decision_id=str(client_id)[:64])
+    if data is not None:
+        form.note = str(data.get("note", ""))
+        form.reason = str(data.get("reason", ""))
     if item.kind == ReviewItem.Kind.TOOL_REVIEW:
         try:
             review = HITL.from_value(item.payload, item.interrupt_id)
@@ -379,6 +384,8 @@ def decision_request(
         interrupt_id=data.get("interrupt_id"),
         answer=answer,
         problems=problems,
+        note=data.get("note", "").replace("\r\n", "\n").strip(),
+        reason=data.get("reason", "") if item.kind == ReviewItem.Kind.TOOL_REVIEW else "",
     )
 
 
@@ -462,6 +469,22 @@ class StartRunForm(forms.Form):
         return cleaned
 
 
+class NotificationPreferenceForm(forms.ModelForm):  # type: ignore[type-arg]
+    """What a reviewer wants to be emailed about."""
+
+    email_events = forms.MultipleChoiceField(
+        label="Email me about",
+        choices=NotificationEvent.choices,
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+    )
+
+    class Meta:
+        model = NotificationPreference
+        fields = ["email_enabled", "email_events"]
+        labels = {"email_enabled": "Send me email notifications"}
+
+
 def is_agent(name: str) -> bool:
     """Whether the registered graph `name` is an agent (its input is a conversation)."""
     from beamweaver_core.agent.agent import Agent
@@ -476,6 +499,7 @@ def is_agent(name: str) -> bool:
 __all__ = [
     "ActionForm",
     "ArgField",
+    "NotificationPreferenceForm",
     "ReviewForm",
     "StartRunForm",
     "arg_fields",

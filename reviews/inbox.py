@@ -75,7 +75,9 @@ class InboxQuery:
 
 def page(items: QuerySet[ReviewItem], query: InboxQuery) -> Page[ReviewItem]:
     """The page of matching items (the last page if the asked one is past the end)."""
-    paginator = Paginator(query.apply(items).select_related("thread"), PAGE_SIZE)
+    paginator = Paginator(
+        query.apply(items).select_related("thread", "claimed_by", "assignee"), PAGE_SIZE
+    )
     return paginator.get_page(query.page)
 
 

@@ -12,8 +12,9 @@ from django.template.loader import render_to_string
 from django.utils import timezone
 
 from beamweaver_core.models import Run, Thread
-from reviews import inbox, threads
+from reviews import inbox, quorum, reasons, threads
 from reviews.models import Decision, ReviewItem, ReviewPresence
+from reviews.permissions import can_manage, is_decider
 
 PRESENCE_TTL = timedelta(seconds=60)
 
@@ -64,6 +65,36 @@ def item_context(item: ReviewItem, user: Any) -> dict[str, Any]:
         "decision": decision,
         "decided_by_you": decision is not None and decision.user_id == user.pk,
         "viewers": viewers(item, user),
+        "routing": routing(item, user),
+        "reasons": reasons.rejection_reasons(),
+    }
+
+
+def routing(item: ReviewItem, user: Any) -> dict[str, Any]:
+    """Who decides the item, who holds it, its approvals and deadline, and which of the
+    claim / release / reassign / extend actions `user` may take."""
+    pending = item.is_pending
+    decider = is_decider(user, item)
+    manager = can_manage(user)
+    holder = item.claimed_by_id or item.assignee_id
+    now = timezone.now()
+    return {
+        "groups": item.policy.get("groups") or [],
+        "responders": item.policy.get("responders") or [],
+        "escalate_to": item.policy.get("escalate_to"),
+        "approvals": [a.user.get_username() for a in quorum.counted(item)]
+        if item.needs_quorum
+        else [],
+        "decider": decider,
+        "claimed_by_you": item.claimed_by_id == user.pk,
+        "requested_by_you": item.requested_by_id is not None and item.requested_by_id == user.pk,
+        "overdue": bool(item.due_at and item.due_at <= now),
+        "can_claim": pending and decider and not item.needs_quorum and item.claimed_by_id is None,
+        "can_release": pending
+        and item.claimed_by_id is not None
+        and (item.claimed_by_id == user.pk or manager),
+        "can_reassign": pending and (manager or holder == user.pk),
+        "can_extend": pending and manager,
     }
 
 
@@ -114,6 +145,7 @@ __all__ = [
     "inbox_context",
     "item_context",
     "render",
+    "routing",
     "thread_context",
     "viewers",
 ]

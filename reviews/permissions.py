@@ -1,17 +1,27 @@
-"""Who may see and decide what. Every view, the consumer and the decision service ask here,
-so a future rule (teams, assignees) changes one module.
+"""Who may see and decide what. Every view, the consumers, the API and the decision
+service ask here, so a rule changes in one module.
 
-Deny by default: without the `reviews.review` permission a user sees nothing, and a
-thread-scoped object the user may not see answers exactly like one that does not exist.
+Deny by default: without the `reviews.review` permission a user sees nothing, and an item
+or thread the user may not see answers exactly like one that does not exist (404).
+
+An item's deciders come from the review policy copied onto it (`reviews.policies`):
+members of its reviewer groups, its allowed responders, its assignee, and, once it was
+escalated, members of the escalation group. An item with no groups and no responders can
+be decided by every reviewer. Deciders see the item; managers (`reviews.manage`) see
+every item too, so they can reassign it or extend its deadline, but decide only what
+they are deciders of. On top of that, the user who started the run may not approve it,
+and an item claimed by someone else waits for its claimer.
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from django.contrib.auth.views import redirect_to_login
+from django.db.models import Q, QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django_htmx.http import HttpResponseClientRedirect
@@ -19,6 +29,16 @@ from django_htmx.http import HttpResponseClientRedirect
 from beamweaver_core.models import Thread
 
 REVIEW_PERMISSION = "reviews.review"
+MANAGE_PERMISSION = "reviews.manage"
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Why a user may not do something to an item; `status` is the HTTP status."""
+
+    status: int
+    code: str
+    message: str
 
 
 def can_review(user: Any) -> bool:
@@ -29,6 +49,83 @@ def can_review(user: Any) -> bool:
         and user.is_active
         and user.has_perm(REVIEW_PERMISSION)
     )
+
+
+def can_manage(user: Any) -> bool:
+    """Whether `user` may reassign any item, release claims and extend deadlines."""
+    return can_review(user) and bool(user.has_perm(MANAGE_PERMISSION))
+
+
+def group_ids(user: Any) -> list[int]:
+    """The ids of the user's groups (read once per user object)."""
+    cached = getattr(user, "_bw_group_ids", None)
+    if cached is None:
+        cached = sorted(user.groups.values_list("id", flat=True))
+        user._bw_group_ids = cached
+    return list(cached)
+
+
+def _decider_filter(user: Any) -> Q:
+    groups = group_ids(user)
+    rule = (
+        Q(reviewer_group_ids=[], responder_ids=[])
+        | Q(responder_ids__contains=[user.pk])
+        | Q(assignee_id=user.pk)
+    )
+    if groups:
+        rule |= Q(reviewer_group_ids__overlap=groups) | Q(
+            escalated_at__isnull=False, escalation_group_id__in=groups
+        )
+    return rule
+
+
+def visible_items(user: Any, items: QuerySet[Any]) -> QuerySet[Any]:
+    """The review items of `items` that `user` may see."""
+    if not can_review(user):
+        return items.none()
+    if can_manage(user):
+        return items
+    return items.filter(_decider_filter(user))
+
+
+def is_decider(user: Any, item: Any) -> bool:
+    """Whether the item's policy lets `user` decide it (the same rule as `visible_items`)."""
+    if not can_review(user):
+        return False
+    if not item.reviewer_group_ids and not item.responder_ids:
+        return True
+    if user.pk in item.responder_ids or item.assignee_id == user.pk:
+        return True
+    groups = set(group_ids(user))
+    if groups & set(item.reviewer_group_ids):
+        return True
+    return item.escalated_at is not None and item.escalation_group_id in groups
+
+
+def decision_refusal(user: Any, item: Any, *, executes: bool) -> Refusal | None:
+    """Why `user` may not answer `item` now (`None`: they may). `executes` says whether the
+    answer lets something run (an approve or edit, or continuing past a breakpoint)."""
+    if not is_decider(user, item):
+        return Refusal(
+            403,
+            "not_allowed",
+            "The review policy of this item does not let you decide it; a manager can "
+            "reassign it to you.",
+        )
+    if executes and item.requested_by_id is not None and item.requested_by_id == user.pk:
+        return Refusal(
+            403,
+            "self_approval",
+            "You started this run, so you cannot approve it; another reviewer must.",
+        )
+    if item.claimed_by_id is not None and item.claimed_by_id != user.pk:
+        claimer = item.claimed_by.get_username() if item.claimed_by else "another reviewer"
+        return Refusal(
+            409,
+            "claimed",
+            f"{claimer} claimed this item; ask them or a manager to release it.",
+        )
+    return None
 
 
 def visible_threads(user: Any) -> Any:
@@ -60,9 +157,16 @@ def reviewer_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpRe
 
 
 __all__ = [
+    "MANAGE_PERMISSION",
     "REVIEW_PERMISSION",
+    "Refusal",
+    "can_manage",
     "can_review",
     "can_see_thread",
+    "decision_refusal",
+    "group_ids",
+    "is_decider",
     "reviewer_required",
+    "visible_items",
     "visible_threads",
 ]

@@ -3,6 +3,8 @@ interrupt is no longer pending.
 
 Both receivers run inside the runtime's transaction (the one that records the pause or the
 end of the run), so the inbox and the checkpoint can never disagree about what is pending.
+A new item gets its review policy (`reviews.policies`) and the user who started the run,
+and its "review needed" notifications are queued in the same transaction.
 """
 
 from __future__ import annotations
@@ -18,8 +20,9 @@ from beamweaver_core.agent.review import HITL
 from beamweaver_core.exceptions import NotAReviewError
 from beamweaver_core.models import Run
 from beamweaver_core.types import Interrupt
-from reviews import payloads, realtime
-from reviews.models import AuditEvent, ReviewItem
+from reviews import payloads, policies, realtime
+from reviews.models import AuditEvent, NotificationEvent, ReviewItem
+from reviews.notifications import notify
 
 logger = logging.getLogger(__name__)
 
@@ -109,16 +112,21 @@ def _upsert(run: Run, interrupt: Interrupt) -> None:
         .first()
     )
     if item is None:
+        item = ReviewItem(thread_id=run.thread_id, interrupt_id=interrupt.id, **fields)
+        policy = policies.resolve(run.graph, tools)
+        policies.apply(item, policy, now=item.created_at)
+        item.requested_by_id = requester(run)
         try:
             with transaction.atomic():
-                item = ReviewItem.objects.create(
-                    thread_id=run.thread_id, interrupt_id=interrupt.id, **fields
-                )
+                item.save(force_insert=True)
         except IntegrityError:
             logger.warning("Review item for %s/%s already exists", run.thread_id, interrupt.id)
             return
-        _audit(item, AuditEvent.Action.CREATED, "")
+        _audit(item, AuditEvent.Action.CREATED, f"Review policy: {policy.version}.")
         realtime.announce(realtime.CREATED, item.pk, item.thread_id)
+        notify(NotificationEvent.CREATED, item)
+        if item.assignee_id is not None:
+            notify(NotificationEvent.ASSIGNED, item)
         return
     if item.status != ReviewItem.Status.PENDING:
         return
@@ -129,6 +137,16 @@ def _upsert(run: Run, interrupt: Interrupt) -> None:
     if changed:
         _audit(item, AuditEvent.Action.UPDATED, "The payload changed while the item was pending.")
         realtime.announce(realtime.UPDATED, item.pk, item.thread_id)
+
+
+def requester(run: Run) -> int | None:
+    """Who started the thread's latest run from input (not a reviewer's resume)."""
+    return (
+        Run.objects.filter(thread_id=run.thread_id, kind=Run.Kind.START)
+        .order_by("-created_at")
+        .values_list("created_by_id", flat=True)
+        .first()
+    )
 
 
 def _audit(item: ReviewItem, action: str, message: str) -> None:
@@ -146,4 +164,4 @@ def _audit(item: ReviewItem, action: str, message: str) -> None:
     )
 
 
-__all__ = ["classify", "on_run_finished", "on_run_paused"]
+__all__ = ["classify", "on_run_finished", "on_run_paused", "requester"]

@@ -4,21 +4,31 @@ command and any API call `decide`).
 `decide` runs in one transaction. It locks the run that paused on the item, then the item,
 and refuses, in this order:
 
-- 404 `not_found`: no such item, or the user may not decide it (indistinguishable);
+- 404 `not_found`: no such item, or the user may not see it (indistinguishable);
 - 422 `key_reused`: the client decision id was used by this user for another answer;
 - 409 `already_decided`: the item was decided (the message names who decided);
 - 410 `gone`: the item was cancelled (run cancelled, run moved on) or expired;
+- 403 `not_allowed`: the item's review policy does not let this user decide it;
+- 409 `claimed`: another reviewer claimed the item;
 - 409 `stale`: the answer names another interrupt than the item's;
 - 409 `payload_changed`: the digest the reviewer saw is not the item's digest;
+- 403 `self_approval`: the user started the run and the answer would let it proceed;
+- 409 `already_approved`: the user's approval is already counted (N-of-M items);
 - 422 `invalid`: the answer fails validation (`problems` lists every problem, with the
   same shape as `InvalidDecisionError.problems`: `index`, `field`, `message`);
 - 409 `busy`: the thread could not take the resume.
 
+On an item that needs several approvals (`reviews.quorum`), an approval that is not yet
+the last one is stored and answered with 202 `approval_recorded`; the item stays pending.
 Otherwise (200 `accepted`) it stores the decision (one per item, enforced by a unique
 constraint), appends the audit event and queues the resume through
-`beamweaver_core.runtime.service.resume_thread`. Re-sending the same client decision id
-with the same answer returns the first outcome again (`replayed=True`). Every refusal is
-appended to the audit log as well.
+`beamweaver_core.runtime.service.resume_thread`. Approvals and edits are bound to what
+executes (`HITL.bind_decisions`): the resume value carries each one's execution digest,
+and the middleware refuses a call that no longer matches it. The reviewer's private note
+is stored with the decision and the audit event, never in the resume value; a preset
+rejection reason fills the message of rejects that have none. Re-sending the same client
+decision id with the same answer returns the first outcome again (`replayed=True`). Every
+refusal is appended to the audit log as well.
 """
 
 from __future__ import annotations
@@ -36,14 +46,17 @@ from beamweaver_core.agent.review import HITL
 from beamweaver_core.exceptions import BeamWeaverError, InvalidDecisionError, NotAReviewError
 from beamweaver_core.models import Run
 from beamweaver_core.runtime import service as runtime_service
-from reviews import payloads, realtime
+from reviews import payloads, quorum, realtime, reasons
 from reviews.diffs import args_diff
-from reviews.models import AuditEvent, Decision, ReviewItem
+from reviews.models import Approval, AuditEvent, Decision, NotificationEvent, ReviewItem
+from reviews.notifications import notify
+from reviews.permissions import decision_refusal
 
 logger = logging.getLogger(__name__)
 
 _CLIENT_ID = re.compile(r"^[A-Za-z0-9._:-]{1,64}$")
 _DIGEST = re.compile(r"^[0-9a-f]{64}$")
+MAX_NOTE_CHARS = 10_000
 
 
 @dataclass(frozen=True)
@@ -54,6 +67,8 @@ class DecisionRequest:
     for a plain interrupt, and is ignored for a breakpoint (continuing takes no value).
     `problems` carries what the caller's parsing already refused (form fields, JSON text),
     reported together with the validator's problems if nothing else refuses first.
+    `note` is the reviewer's private note (kept for the audit, never sent to the run);
+    `reason` a preset rejection reason code (`reviews.reasons`).
     """
 
     item_id: Any
@@ -64,6 +79,8 @@ class DecisionRequest:
     interrupt_id: str | None = None
     problems: Sequence[Mapping[str, Any]] = ()
     source: str = Decision.Source.WEB
+    note: str = ""
+    reason: str = ""
 
 
 @dataclass(frozen=True)
@@ -82,6 +99,11 @@ class DecisionOutcome:
     def accepted(self) -> bool:
         return self.status == 200
 
+    @property
+    def recorded(self) -> bool:
+        """The answer was stored: a decision, or one approval of several."""
+        return self.status in (200, 202)
+
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready summary (for commands and APIs)."""
         data: dict[str, Any] = {
@@ -96,6 +118,8 @@ class DecisionOutcome:
                 "thread_id": self.item.thread_id,
                 "interrupt_id": self.item.interrupt_id,
                 "status": self.item.status,
+                "required_approvals": self.item.required_approvals,
+                "approvals": len(quorum.counted(self.item)),
             }
         if self.decision is not None:
             data["decision"] = {
@@ -142,6 +166,9 @@ def _decide(request: DecisionRequest) -> DecisionOutcome:
         raise _RunChanged
     body_json = _body_json(request.answer)
 
+    replay = _replayed_approval(request, item, body_json)
+    if replay is not None:
+        return replay
     prior = (
         Decision.objects.filter(user=request.user, client_decision_id=request.client_decision_id)
         .select_related("item", "user")
@@ -186,6 +213,9 @@ def _decide(request: DecisionRequest) -> DecisionOutcome:
         )
     if run.status == Run.Status.CANCELLED:
         return _refuse(request, item, 410, "gone", "The run was cancelled; nothing to decide.")
+    refusal = decision_refusal(request.user, item, executes=False)
+    if refusal is not None:
+        return _refuse(request, item, refusal.status, refusal.code, refusal.message)
     if request.interrupt_id is not None and request.interrupt_id != item.interrupt_id:
         return _refuse(
             request,
@@ -213,10 +243,30 @@ def _decide(request: DecisionRequest) -> DecisionOutcome:
             "payload_changed",
             "The proposal changed since you loaded it; reload to see the current version.",
         )
+    executes = quorum.executes(item, request.answer)
+    refusal = decision_refusal(request.user, item, executes=executes)
+    if refusal is not None:
+        return _refuse(request, item, refusal.status, refusal.code, refusal.message)
+    voting = quorum.applies(item) and executes
+    if voting and any(a.user_id == request.user.pk for a in quorum.counted(item)):
+        return _refuse(
+            request,
+            item,
+            409,
+            "already_approved",
+            f"You already approved this item; it needs {quorum.missing(item)} more "
+            "approval(s) from other reviewers.",
+        )
     answer, diff, summary = None, None, ""
     problems = [dict(p) for p in request.problems]
     if not problems:
-        answer, diff, summary, problems = _validate(item, request.answer)
+        answer, diff, summary, problems = _validate(item, request.answer, request.reason)
+    if not problems:
+        problems = _note_problems(request)
+    if not problems and quorum.applies(item) and answer is not None:
+        reason = quorum.problem(item, answer["decisions"]) if "decisions" in answer else None
+        if reason:
+            problems = [_problem(None, "answer", reason)]
     if problems:
         return _refuse(
             request,
@@ -226,7 +276,93 @@ def _decide(request: DecisionRequest) -> DecisionOutcome:
             "The decision is not valid; correct the fields marked below.",
             problems=problems,
         )
+    if voting:
+        approvals = _vote(request, item, body_json)
+        if len(approvals) < item.required_approvals:
+            return _vote_recorded(request, item, approvals)
+        summary = f"{summary} ({len(approvals)} of {item.required_approvals} approvals)"
     return _accept(request, item, answer=answer, body_json=body_json, diff=diff, summary=summary)
+
+
+def _replayed_approval(
+    request: DecisionRequest, item: ReviewItem, body_json: str
+) -> DecisionOutcome | None:
+    """The first outcome again for a re-sent approval that was not the deciding one."""
+    prior = Approval.objects.filter(
+        user=request.user, client_decision_id=request.client_decision_id
+    ).first()
+    if (
+        prior is None
+        or Decision.objects.filter(
+            user=request.user, client_decision_id=request.client_decision_id
+        ).exists()
+    ):
+        return None
+    if prior.item_id == item.pk and prior.body_json == body_json:
+        return DecisionOutcome(
+            202,
+            "approval_recorded",
+            "This approval was already recorded; nothing was done again.",
+            item=item,
+            replayed=True,
+        )
+    return _refuse(
+        request,
+        item,
+        422,
+        "key_reused",
+        "This decision id was already used for a different answer; reload the item and "
+        "decide again.",
+    )
+
+
+def _vote(request: DecisionRequest, item: ReviewItem, body_json: str) -> list[Approval]:
+    """Store the user's approval (replacing one given on an older payload); the approvals
+    that count now."""
+    Approval.objects.filter(item=item, user=request.user).delete()
+    Approval.objects.create(
+        item=item,
+        user=request.user,
+        client_decision_id=request.client_decision_id,
+        digest_seen=request.digest,
+        body_json=body_json,
+        note=request.note,
+        source=request.source,
+    )
+    return quorum.counted(item)
+
+
+def _vote_recorded(
+    request: DecisionRequest, item: ReviewItem, approvals: list[Approval]
+) -> DecisionOutcome:
+    names = ", ".join(a.user.get_username() for a in approvals)
+    left = item.required_approvals - len(approvals)
+    message = (
+        f"Approval recorded ({len(approvals)} of {item.required_approvals}: {names}); "
+        f"waiting for {left} more from other reviewers."
+    )
+    item.save(update_fields=["updated_at"])
+    _audit(request, item, AuditEvent.Action.APPROVED, 202, message, summary="approve")
+    realtime.announce(realtime.UPDATED, item.pk, item.thread_id)
+    return DecisionOutcome(202, "approval_recorded", message, item=item)
+
+
+def _note_problems(request: DecisionRequest) -> list[dict[str, Any]]:
+    problems = []
+    if len(request.note) > MAX_NOTE_CHARS:
+        problems.append(
+            _problem(None, "note", f"The note is longer than {MAX_NOTE_CHARS} characters.")
+        )
+    try:
+        payloads.check_value(request.note, what="The note")
+    except payloads.PayloadError as exc:
+        problems.append(_problem(None, "note", str(exc)))
+    if request.reason and reasons.reason(request.reason) is None:
+        known = ", ".join(r.code for r in reasons.rejection_reasons())
+        problems.append(
+            _problem(None, "reason", f"Unknown rejection reason {request.reason!r}; use {known}.")
+        )
+    return problems
 
 
 def _accept(
@@ -249,6 +385,11 @@ def _accept(
                 answer_json=payloads.canonical(answer),
                 summary=summary[:200],
                 source=request.source,
+                note=request.note,
+                reason_code=request.reason,
+                decision_types=_types(answer),
+                bindings=_bindings(answer),
+                policy_version=item.policy_version,
             )
             resume = runtime_service.resume_thread(
                 item.thread_id, {item.interrupt_id: answer}, user=request.user
@@ -278,8 +419,10 @@ def _accept(
         summary=summary,
         decision=answer,
         diff=diff,
+        note=request.note,
     )
     realtime.announce(realtime.DECIDED, item.pk, item.thread_id)
+    notify(NotificationEvent.DECIDED, item)
     return DecisionOutcome(
         200,
         "accepted",
@@ -289,8 +432,26 @@ def _accept(
     )
 
 
-def _validate(item: ReviewItem, answer: Any) -> tuple[Any, Any, str, list[dict[str, Any]]]:
-    """The resume value, the diff of edits, a summary, and the problems (if any)."""
+def _types(answer: Any) -> list[str]:
+    if isinstance(answer, dict) and isinstance(answer.get("decisions"), list):
+        return [d["type"] for d in answer["decisions"]]
+    return []
+
+
+def _bindings(answer: Any) -> list[dict[str, Any]] | None:
+    found = [
+        {"index": index, "digest": d["binding"]}
+        for index, d in enumerate(answer.get("decisions", []) if isinstance(answer, dict) else [])
+        if "binding" in d
+    ]
+    return found or None
+
+
+def _validate(
+    item: ReviewItem, answer: Any, reason_code: str = ""
+) -> tuple[Any, Any, str, list[dict[str, Any]]]:
+    """The resume value (approvals and edits bound to what executes, preset reasons
+    applied), the diff of edits, a summary, and the problems (if any)."""
     if item.kind == ReviewItem.Kind.BREAKPOINT:
         return None, None, "continue", []
     try:
@@ -324,8 +485,17 @@ def _validate(item: ReviewItem, answer: Any) -> tuple[Any, Any, str, list[dict[s
         changes = args_diff(action.args, args)
         if changes:
             diff.append({"index": index, "tool": action.name, "changes": changes})
+    preset = reasons.reason(reason_code) if reason_code else None
+    if preset is not None:
+        decisions = tuple(
+            {**d, "message": preset.message}
+            if d["type"] == "reject" and not d.get("message")
+            else d
+            for d in decisions
+        )
     summary = ", ".join(d["type"] for d in decisions)
-    return {"decisions": list(decisions)}, diff or None, summary, problems
+    bound = HITL.bind_decisions(review, decisions)
+    return {"decisions": list(bound)}, diff or None, summary, problems
 
 
 def _check_ids(request: DecisionRequest) -> list[dict[str, Any]]:
@@ -416,6 +586,7 @@ def _audit(
     decision: Any = None,
     diff: Any = None,
     problems: Sequence[Mapping[str, Any]] = (),
+    note: str = "",
 ) -> None:
     user = request.user if getattr(request.user, "pk", None) is not None else None
     if problems:
@@ -438,6 +609,7 @@ def _audit(
         diff=diff,
         status_code=status,
         message=message[:10_000],
+        note=note,
         source=request.source,
     )
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.urls import path, register_converter
 
-from reviews import views
+from reviews import item_actions, views
 from reviews.converters import ThreadIdConverter
 
 register_converter(ThreadIdConverter, "thread_id")
@@ -13,11 +13,17 @@ app_name = "reviews"
 
 urlpatterns = [
     path("", views.inbox_view, name="inbox"),
+    path("batch/", views.batch_view, name="batch"),
     path("items/<int:pk>/", views.item_view, name="item"),
     path("items/<int:pk>/decide/", views.decide_view, name="decide"),
     path("items/<int:pk>/actions/<int:index>/preview/", views.preview_edit_view, name="preview"),
+    path("items/<int:pk>/claim/", item_actions.claim_view, name="claim"),
+    path("items/<int:pk>/unclaim/", item_actions.unclaim_view, name="unclaim"),
+    path("items/<int:pk>/reassign/", item_actions.reassign_view, name="reassign"),
+    path("items/<int:pk>/extend/", item_actions.extend_view, name="extend"),
     path("runs/new/", views.start_run_view, name="start_run"),
     path("audit/", views.audit_view, name="audit"),
+    path("notifications/", views.preferences_view, name="preferences"),
     path("cancel-run/<thread_id:thread_id>/", views.cancel_run_view, name="cancel_run"),
     path("threads/<thread_id:thread_id>/", views.thread_view, name="thread"),
 ]

@@ -4,6 +4,8 @@ partial named after the element it replaces (`template#partial`)."""
 from __future__ import annotations
 
 import csv
+import re
+import uuid
 from typing import Any
 from urllib.parse import quote
 
@@ -26,8 +28,8 @@ from django_htmx.http import retarget
 from beamweaver_core.exceptions import BeamWeaverError
 from beamweaver_core.models import Run
 from beamweaver_core.runtime import service as runtime_service
-from reviews import forms, inbox, partials, services, threads
-from reviews.models import AuditEvent, ReviewItem
+from reviews import batch, forms, inbox, partials, reasons, services, threads
+from reviews.models import AuditEvent, NotificationPreference, ReviewItem
 from reviews.permissions import reviewer_required, visible_threads
 
 AUDIT_PAGE_SIZE = 50
@@ -51,15 +53,64 @@ def _too_large() -> HttpResponse:
     )
 
 
-@require_GET
-@reviewer_required
-def inbox_view(request: HttpRequest) -> HttpResponse:
-    """Pending items, oldest first; filters, search and pages in the query string."""
+def _inbox_page(request: HttpRequest, **extra: Any) -> dict[str, Any]:
     query = inbox.InboxQuery.from_params(request.GET)
     items = ReviewItem.objects.visible_to(request.user)
     context = partials.inbox_context(items, query)
     context["ws_url"] = "/ws/inbox/" + (f"?{query.params()}" if query.params() else "")
+    context["reasons"] = reasons.rejection_reasons()
+    context["batch_id"] = uuid.uuid4().hex
+    context.update(extra)
+    return context
+
+
+@require_GET
+@reviewer_required
+def inbox_view(request: HttpRequest) -> HttpResponse:
+    """Pending items, oldest first; filters, search and pages in the query string."""
+    context = _inbox_page(request)
     return render(request, _partial(request, partials.INBOX, "inbox-list"), context)
+
+
+_BATCH_ID = re.compile(r"^[A-Za-z0-9]{1,40}$")
+
+
+@require_POST
+@reviewer_required
+def batch_view(request: HttpRequest) -> HttpResponse:
+    """Approve or reject the selected items, each through the decision service; answers
+    with the per-item report (and the refreshed list)."""
+    data = _posted(request)
+    if data is None:
+        return _too_large()
+    selection, _ = batch.parse_selection(data.getlist("items"))
+    action = str(data.get("action", ""))
+    problem = ""
+    if action not in batch.ACTIONS:
+        problem = "Choose Approve or Reject."
+    elif not selection:
+        problem = "Select at least one item first."
+    elif len(selection) > batch.MAX_ITEMS:
+        problem = f"Select at most {batch.MAX_ITEMS} items at a time."
+    report = None
+    if not problem:
+        batch_id = str(data.get("batch_id", ""))
+        report = batch.decide_many(
+            request.user,
+            selection,
+            action,
+            batch_id=batch_id if _BATCH_ID.match(batch_id) else uuid.uuid4().hex,
+            message=str(data.get("message", "")).strip()[:2000],
+            reason=str(data.get("reason", "")),
+            note=str(data.get("note", "")).strip()[:10_000],
+        )
+    context = _inbox_page(
+        request, report=report, batch_problem=problem, oob_list=bool(request.htmx)
+    )
+    status = 422 if problem else 200
+    if request.htmx:
+        return render(request, f"{partials.INBOX}#batch-report", context, status=status)
+    return render(request, partials.INBOX, context, status=status)
 
 
 def _item_or_404(request: HttpRequest, pk: int) -> ReviewItem:
@@ -134,13 +185,17 @@ def decide_view(request: HttpRequest, pk: int) -> HttpResponse:
     if outcome.status == 404:
         raise Http404("No such review item.")
     item.refresh_from_db()
-    if outcome.accepted and not request.htmx:
+    if outcome.recorded and not request.htmx:
         messages.success(request, outcome.message)
         return HttpResponseRedirect(reverse("reviews:item", args=[item.pk]))
     bound = None
     if outcome.status == 422 and item.is_pending:
         bound = forms.review_form(item, data, outcome.problems)
-    return _item_page(request, item, form=bound, outcome=outcome, status=outcome.status)
+    response = _item_page(request, item, form=bound, outcome=outcome, status=outcome.status)
+    if outcome.status == 403:
+        # A policy refusal to show in place, not a lost session (static/js/beamweaver.js).
+        response["X-BeamWeaver-Refusal"] = outcome.code
+    return response
 
 
 @require_POST
@@ -316,6 +371,27 @@ def _audit_csv(events: Any) -> StreamingHttpResponse:
     return response
 
 
+@require_http_methods(["GET", "POST"])
+@reviewer_required
+def preferences_view(request: HttpRequest) -> HttpResponse:
+    """The reviewer's notification preferences."""
+    preference = NotificationPreference.objects.filter(user=request.user).first()
+    if preference is None:
+        preference = NotificationPreference(user=request.user)
+    if request.method == "POST":
+        form = forms.NotificationPreferenceForm(request.POST, instance=preference)
+        if form.is_valid():
+            form.save()
+            messages.success(request, "Your notification preferences were saved.")
+            return redirect("reviews:preferences")
+        status = 422
+    else:
+        form = forms.NotificationPreferenceForm(instance=preference)
+        status = 200
+    context = {"form": form, "nav": "preferences", "has_email": bool(request.user.email)}
+    return render(request, "reviews/preferences.html", context, status=status)
+
+
 def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
     """A refused CSRF check: most often a session that changed in another tab."""
     return render(request, "reviews/csrf_failure.html", {"reason": reason}, status=403)
@@ -323,11 +399,13 @@ def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
 
 __all__ = [
     "audit_view",
+    "batch_view",
     "cancel_run_view",
     "csrf_failure",
     "decide_view",
     "inbox_view",
     "item_view",
+    "preferences_view",
     "preview_edit_view",
     "start_run_view",
     "thread_view",

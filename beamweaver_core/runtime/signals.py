@@ -11,4 +11,9 @@ run_paused = Signal()
 run_finished = Signal()
 """A run ended `succeeded`, `failed` or `cancelled`: `run` (the Run)."""
 
-__all__ = ["run_finished", "run_paused"]
+worker_tick = Signal()
+"""Sent by every worker loop about every lease third, outside any transaction, for
+periodic maintenance (the review sweeper). Receivers must be quick, idempotent and safe to
+run in several workers at once; their exceptions are logged, never raised."""
+
+__all__ = ["run_finished", "run_paused", "worker_tick"]

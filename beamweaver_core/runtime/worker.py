@@ -31,6 +31,7 @@ from beamweaver_core.runtime.queue import (
     release_run,
     sweep_expired_leases,
 )
+from beamweaver_core.runtime.signals import worker_tick
 from beamweaver_core.runtime.wakeup import register_local, unregister_local
 
 logger = logging.getLogger(__name__)
@@ -114,6 +115,7 @@ class Worker:
                 if now >= next_sweep:
                     sweep_expired_leases(self.conf.max_attempts)
                     next_sweep = now + max(1.0, self.conf.lease_seconds / 3)
+                    self._tick()
                 claim = claim_next_run(self.name, self.conf.lease_seconds)
                 backoff = 0.5
                 if claim is None:
@@ -136,6 +138,11 @@ class Worker:
                 self._stopping.wait(backoff)
             finally:
                 close_old_connections()
+
+    def _tick(self) -> None:
+        for receiver, result in worker_tick.send_robust(sender=Worker, worker=self.name):
+            if isinstance(result, Exception):
+                logger.error("Worker %s: tick receiver %r failed: %s", self.name, receiver, result)
 
     def _run(self, claim: Claim) -> None:
         ident = threading.get_ident()

@@ -1,9 +1,10 @@
-"""The review inbox's storage: one review item per pending interrupt, the decision made on
-it, who is looking at it, and an append-only audit log.
+"""The review inbox's storage: one review item per pending interrupt, the approvals and the
+decision made on it, who is looking at it, and an append-only audit log.
 
 Review items are written by the runtime's `run_paused` / `run_finished` signals in the
 same transaction that records the pause (see `reviews.receivers`), so an item exists if
-and only if its interrupt was committed. Decisions are written only by
+and only if its interrupt was committed; the review policy that applies is copied onto
+the item then (`reviews.policies`). Approvals and decisions are written only by
 `reviews.services.decide`.
 """
 
@@ -13,18 +14,19 @@ import json
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth.models import Group
 from django.contrib.postgres.fields import ArrayField
 from django.db import models
 from django.utils import timezone
 
 from beamweaver_core.models import Run, Thread
-from reviews.permissions import can_review
+from reviews import permissions
 
 
 class ReviewItemQuerySet(models.QuerySet["ReviewItem"]):
     def visible_to(self, user: Any) -> ReviewItemQuerySet:
-        """The items `user` may see and decide (none without the reviewer permission)."""
-        return self if can_review(user) else self.none()
+        """The items `user` may see (see `reviews.permissions.visible_items`)."""
+        return permissions.visible_items(user, self)
 
     def pending(self) -> ReviewItemQuerySet:
         return self.filter(status=ReviewItem.Status.PENDING)
@@ -80,6 +82,31 @@ class ReviewItem(models.Model):
         blank=True,
         related_name="claimed_review_items",
     )
+    claimed_at = models.DateTimeField(null=True, blank=True)
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        help_text="Who started the run (may not approve it).",
+    )
+    # The review policy in force when the item was created (see `reviews.policies`).
+    policy_version = models.CharField(max_length=200, blank=True, default="")
+    policy = models.JSONField(default=dict, blank=True)
+    required_approvals = models.PositiveSmallIntegerField(default=1)
+    reviewer_group_ids = ArrayField(models.IntegerField(), default=list, blank=True)
+    responder_ids = ArrayField(models.IntegerField(), default=list, blank=True)
+    escalation_group = models.ForeignKey(
+        Group, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    escalated_at = models.DateTimeField(null=True, blank=True)
+    remind_at = models.DateTimeField(null=True, blank=True)
+    reminded_at = models.DateTimeField(null=True, blank=True)
+    overdue_at = models.DateTimeField(
+        null=True, blank=True, help_text="The deadline passed and the item keeps waiting."
+    )
+    expired_at = models.DateTimeField(null=True, blank=True)
 
     objects = ReviewItemQuerySet.as_manager()
 
@@ -90,9 +117,24 @@ class ReviewItem(models.Model):
                 fields=["thread", "interrupt_id"], name="bw_review_item_one_per_interrupt"
             ),
         ]
-        indexes = [models.Index(fields=["status", "created_at"], name="bw_review_item_inbox_idx")]
+        indexes = [
+            models.Index(fields=["status", "created_at"], name="bw_review_item_inbox_idx"),
+            models.Index(
+                fields=["due_at"],
+                condition=models.Q(status="pending", due_at__isnull=False),
+                name="bw_review_item_due_idx",
+            ),
+            models.Index(
+                fields=["remind_at"],
+                condition=models.Q(status="pending", reminded_at__isnull=True),
+                name="bw_review_item_remind_idx",
+            ),
+        ]
         ordering = ["created_at", "id"]
-        permissions = [("review", "Can review and decide items")]
+        permissions = [
+            ("review", "Can review and decide items"),
+            ("manage", "Can reassign items, release claims and extend deadlines"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.get_kind_display()} #{self.pk} on {self.thread_id} ({self.status})"
@@ -105,9 +147,19 @@ class ReviewItem(models.Model):
     def is_pending(self) -> bool:
         return self.status == self.Status.PENDING
 
+    @property
+    def needs_quorum(self) -> bool:
+        """Whether several distinct reviewers must approve the item."""
+        return self.required_approvals > 1
+
 
 class Decision(models.Model):
-    """The accepted answer to a review item (at most one, enforced by the database)."""
+    """The accepted answer to a review item (at most one, enforced by the database).
+
+    `note` is the reviewer's private note for the audit; it never reaches the run (the
+    model only sees the decisions' own `message`). `bindings` lists the execution digest
+    each approve or edit was bound to (see `beamweaver_core.agent.review.bind_decisions`).
+    """
 
     class Source(models.TextChoices):
         WEB = "web"
@@ -130,6 +182,11 @@ class Decision(models.Model):
     )
     source = models.CharField(max_length=8, choices=Source, default=Source.WEB)
     created_at = models.DateTimeField(default=timezone.now)
+    note = models.TextField(blank=True, default="", help_text="Private; never sent to the run.")
+    reason_code = models.CharField(max_length=64, blank=True, default="")
+    decision_types = ArrayField(models.CharField(max_length=16), default=list, blank=True)
+    bindings = models.JSONField(null=True, blank=True)
+    policy_version = models.CharField(max_length=200, blank=True, default="")
 
     class Meta:
         db_table = "bw_review_decision"
@@ -152,6 +209,38 @@ class Decision(models.Model):
         return json.loads(self.answer_json)
 
 
+class Approval(models.Model):
+    """One reviewer's approval of an item that needs several distinct approvals (N of M).
+
+    It counts only while its digest is the item's current one; the decision is recorded
+    when enough eligible reviewers approved (see `reviews.quorum`).
+    """
+
+    item = models.ForeignKey(ReviewItem, on_delete=models.CASCADE, related_name="approvals")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="review_approvals"
+    )
+    client_decision_id = models.CharField(max_length=64)
+    digest_seen = models.CharField(max_length=64)
+    body_json = models.TextField()
+    note = models.TextField(blank=True, default="")
+    source = models.CharField(max_length=8, choices=Decision.Source, default=Decision.Source.WEB)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        db_table = "bw_review_approval"
+        constraints = [
+            models.UniqueConstraint(fields=["item", "user"], name="bw_review_approval_one_each"),
+            models.UniqueConstraint(
+                fields=["user", "client_decision_id"], name="bw_review_approval_client_id"
+            ),
+        ]
+        ordering = ["created_at", "id"]
+
+    def __str__(self) -> str:
+        return f"approval of item #{self.item_id} by {self.user}"
+
+
 class AuditEventQuerySet(models.QuerySet["AuditEvent"]):
     def update(self, **kwargs: Any) -> int:
         raise TypeError("The audit log is append-only: audit events cannot be updated.")
@@ -171,6 +260,14 @@ class AuditEvent(models.Model):
         REFUSED = "refused"
         CANCELLED = "cancelled"
         EXPIRED = "expired"
+        APPROVED = "approved", "Approved (one of several)"
+        CLAIMED = "claimed"
+        UNCLAIMED = "unclaimed"
+        REASSIGNED = "reassigned"
+        REMINDED = "reminded"
+        ESCALATED = "escalated"
+        OVERDUE = "overdue"
+        EXTENDED = "extended"
 
     at = models.DateTimeField(default=timezone.now, db_index=True)
     actor = models.ForeignKey(
@@ -201,6 +298,7 @@ class AuditEvent(models.Model):
     diff = models.JSONField(null=True, blank=True)
     status_code = models.PositiveSmallIntegerField(null=True, blank=True)
     message = models.TextField(blank=True, default="")
+    note = models.TextField(blank=True, default="", help_text="The reviewer's private note.")
     source = models.CharField(max_length=8, blank=True, default="")
 
     objects = AuditEventQuerySet.as_manager()
@@ -237,4 +335,4 @@ class ReviewPresence(models.Model):
         return f"{self.user} on item #{self.item_id}"
 
 
-__all__ = ["AuditEvent", "Decision", "ReviewItem", "ReviewPresence"]
+__all__ = ["Approval", "AuditEvent", "Decision", "ReviewItem", "ReviewPresence"]

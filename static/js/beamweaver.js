@@ -1,6 +1,7 @@
-// BeamWeaver's small page script: keyboard navigation in the inbox, the live-connection
-// indicator, the page title after live updates, and clear messages when an htmx request
-// fails (a 403 usually means the session changed in another tab).
+// BeamWeaver's small page script: keyboard navigation in the inbox, shortcuts on the item
+// page, the live-connection indicator, the page title after live updates, and clear
+// messages when an htmx request fails (a 403 usually means the session changed in another
+// tab; a 403 the server marks as a review-policy refusal is shown in place instead).
 // It never evaluates strings, never builds HTML from data, and is served from 'self'.
 (function () {
   "use strict";
@@ -16,6 +17,15 @@
     if (text) label.textContent = text;
     banner.hidden = false;
   }
+
+  // A review-policy refusal (X-BeamWeaver-Refusal) is an answer to show, not an error.
+  document.addEventListener("htmx:beforeSwap", function (event) {
+    var xhr = event.detail.xhr;
+    if (xhr && xhr.status === 403 && xhr.getResponseHeader("X-BeamWeaver-Refusal")) {
+      event.detail.shouldSwap = true;
+      event.detail.isError = false;
+    }
+  });
 
   document.addEventListener("htmx:responseError", function (event) {
     var status = event.detail.xhr ? event.detail.xhr.status : 0;
@@ -98,6 +108,54 @@
       if (link) link.click();
     }
   });
+
+  // Item page: a approves, r rejects, e edits (every action card that allows it), then
+  // focus goes where the next key press belongs: the submit button, the message, the
+  // first argument. Nothing is sent before Enter.
+  function decideWith(kind) {
+    var form = document.getElementById("decision-form");
+    if (!form) return false;
+    var radios = Array.prototype.slice.call(
+      form.querySelectorAll('input[type=radio][value="' + kind + '"]')
+    );
+    if (kind === "edit") radios = radios.slice(0, 1);
+    if (!radios.length) return false;
+    radios.forEach(function (radio) {
+      radio.checked = true;
+      radio.dispatchEvent(new Event("change", { bubbles: true }));
+    });
+    var card = radios[0].closest(".action-card");
+    var focus = null;
+    if (kind === "approve") focus = document.getElementById("decision-submit");
+    else if (kind === "reject") focus = card && card.querySelector("textarea[name$='-message']");
+    else focus = card && card.querySelector(".edit-panel input, .edit-panel textarea, .edit-panel select");
+    (focus || document.getElementById("decision-submit") || radios[0]).focus();
+    return true;
+  }
+
+  document.addEventListener("keydown", function (event) {
+    if (event.altKey || event.ctrlKey || event.metaKey || event.defaultPrevented) return;
+    var target = event.target;
+    if (target && (target.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(target.tagName))) return;
+    var kinds = { a: "approve", r: "reject", e: "edit" };
+    if (kinds[event.key] && decideWith(kinds[event.key])) event.preventDefault();
+  });
+
+  // Inbox batch bar: how many rows are selected.
+  function syncSelection() {
+    var count = document.querySelectorAll("input.row-select:checked").length;
+    var label = document.getElementById("batch-count");
+    if (label) label.textContent = count ? count + " selected" : "Select items to decide them together";
+    document.querySelectorAll("#batch-form button[name=action]").forEach(function (button) {
+      button.disabled = count === 0;
+    });
+  }
+  document.addEventListener("change", function (event) {
+    if (event.target && event.target.classList && event.target.classList.contains("row-select")) syncSelection();
+  });
+  document.addEventListener("htmx:afterSettle", syncSelection);
+  document.addEventListener("htmx:wsAfterMessage", syncSelection);
+  document.addEventListener("DOMContentLoaded", syncSelection);
 
   // Plain (non-htmx) forms marked data-progress show that they are working.
   document.addEventListener("submit", function (event) {

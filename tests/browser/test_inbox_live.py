@@ -177,7 +177,10 @@ def test_a_phone_width_inbox_and_item_page_fit_the_screen(sessions: Any) -> None
 
 
 def test_a_run_started_from_the_page_pauses_live_and_completes(sessions: Any) -> None:
+    """Alice starts the run, so she may not approve it (shown in place, not as a lost
+    session); Bob approves it."""
     alice = sessions(make_reviewer("alice"))
+    bob = sessions(make_reviewer("bob"))
     page = alice.open("/runs/new/")
     page.select_option("#id_graph", "ops_assistant")
     page.fill("#id_message", "Refund order 1234 $250")
@@ -192,12 +195,25 @@ def test_a_run_started_from_the_page_pauses_live_and_completes(sessions: Any) ->
     assert "Dana Whitfield" in page.inner_text(".description")
     page.check("input[name=d0-type][value=approve]")
     page.click("#decision-form button[type=submit]:has-text('Submit decision')")
-    page.wait_for_selector("#item-status:has-text('Decided by you')", timeout=WAIT)
-    page.click("text=Watch the thread")
+    page.wait_for_selector(
+        "#decision-outcome:has-text('You started this run, so you cannot approve it')",
+        timeout=WAIT,
+    )
+    assert page.is_hidden("#session-banner")
+    item_url = page.url
+    page.click(".page-head .meta a")
+    alice.wait_live()
+
+    bob.page.goto(item_url)
+    bob.page.check("input[name=d0-type][value=approve]")
+    bob.page.click("#decision-form button[type=submit]:has-text('Submit decision')")
+    bob.page.wait_for_selector("#item-status:has-text('Decided by you')", timeout=WAIT)
 
     page.wait_for_selector('#thread-status [data-status="completed"]', timeout=WAIT)
-    assert "Refunded $250.00 on order 1234" in page.inner_text("#thread-state")
-    assert alice.errors == [] and alice.csp_violations == []
+    # The state follows in the push after the run's events (the status may come first).
+    page.wait_for_selector("#thread-state:has-text('Refunded $250.00 on order 1234')", timeout=WAIT)
+    for session in (alice, bob):
+        assert session.errors == [] and session.csp_violations == []
 
 
 def test_a_changed_session_is_reported_instead_of_failing_silently(sessions: Any) -> None:

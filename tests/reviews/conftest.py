@@ -38,6 +38,18 @@ def make_reviewer(username: str, *, reviewer: bool = True, **extra: Any) -> User
     return user
 
 
+def make_manager(username: str) -> User:
+    """A reviewer who may also reassign, release claims and extend deadlines."""
+    user = make_reviewer(username)
+    user.user_permissions.add(Permission.objects.get(codename="manage"))
+    return User.objects.get(pk=user.pk)
+
+
+def use_policies(settings: Any, *raw: dict[str, Any]) -> None:
+    """Set `BEAMWEAVER["REVIEW_POLICIES"]` for the test."""
+    settings.BEAMWEAVER = {**settings.BEAMWEAVER, "REVIEW_POLICIES": list(raw)}
+
+
 def client_for(user: User, **kwargs: Any) -> Client:
     client = Client(**kwargs)
     client.force_login(user)

@@ -10,6 +10,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.db import connection
 
+from beamweaver_core.agent.review import HITL
 from beamweaver_core.models import Run
 from beamweaver_core.runtime import service
 from reviews.models import AuditEvent, Decision, ReviewItem
@@ -52,10 +53,12 @@ def test_an_accepted_decision_is_stored_audited_and_resumes_the_run(alice: User)
         "approve",
         item.digest,
     )
-    assert decision.answer == {"decisions": [{"type": "approve"}]}
+    bound = list(HITL.bind_decisions(HITL.from_value(item.payload), [{"type": "approve"}]))
+    assert decision.answer == {"decisions": bound}
+    assert decision.bindings == [{"index": 0, "digest": bound[0]["binding"]}]
     resume = Run.objects.get(thread_id=item.thread_id, kind="resume")
     assert decision.resume_run == resume
-    assert resume.input == {item.interrupt_id: {"decisions": [{"type": "approve"}]}}
+    assert resume.input == {item.interrupt_id: {"decisions": bound}}
     audit = AuditEvent.objects.get(action="decided")
     assert (audit.actor, audit.item, audit.status_code, audit.digest_seen) == (
         alice,

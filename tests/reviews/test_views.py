@@ -11,6 +11,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
+from beamweaver_core.agent.review import HITL
 from beamweaver_core.models import Run
 from beamweaver_core.runtime import service
 from reviews.models import AuditEvent, Decision, ReviewItem
@@ -368,16 +369,12 @@ def test_an_edit_through_the_fields_keeps_unchanged_values_exactly(alice: User) 
     )
 
     assert response.status_code == 302
+    edit = {
+        "type": "edit",
+        "edited_action": {"name": "issue_refund", "args": {"amount": 250.0, "order_id": "2"}},
+    }
     assert Decision.objects.get().answer == {
-        "decisions": [
-            {
-                "type": "edit",
-                "edited_action": {
-                    "name": "issue_refund",
-                    "args": {"amount": 250.0, "order_id": "2"},
-                },
-            }
-        ]
+        "decisions": list(HITL.bind_decisions(HITL.from_value(item.payload), [edit]))
     }
     assert AuditEvent.objects.get(action="decided").diff[0]["changes"] == [
         {"field": "order_id", "change": "changed", "before": '"1"', "after": '"2"'}

@@ -1,0 +1,79 @@
+"""Views that change who holds an item and when it is due: claim, release, reassign,
+extend the deadline. Each answers an htmx request with the `#item-routing` partial (the
+same one pushed live to every other open page of the item), and a plain form post with a
+redirect to the item and a message."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.contrib import messages
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from reviews import claims, deadlines, partials
+from reviews.models import ReviewItem
+from reviews.permissions import reviewer_required
+
+EXTEND_CHOICES_HOURS = (1, 4, 24, 72)
+REFUSAL_HEADER = "X-BeamWeaver-Refusal"
+
+
+def _answer(request: HttpRequest, pk: int, status: int, message: str) -> HttpResponse:
+    if status == 404:
+        raise Http404("No such review item.")
+    if not request.htmx:
+        (messages.success if status == 200 else messages.error)(request, message)
+        return redirect("reviews:item", pk=pk)
+    item = ReviewItem.objects.visible_to(request.user).select_related("thread").get(pk=pk)
+    context = partials.item_context(item, request.user)
+    context.update({"routing_message": message, "routing_ok": status == 200})
+    response = render(request, f"{partials.ITEM}#item-routing", context, status=status)
+    if status == 403:
+        # A refusal to show in place, not a lost session (see static/js/beamweaver.js).
+        response[REFUSAL_HEADER] = "1"
+    return response
+
+
+@require_POST
+@reviewer_required
+def claim_view(request: HttpRequest, pk: int) -> HttpResponse:
+    """Claim the item: while you hold it, nobody else can decide it."""
+    outcome = claims.claim(pk, request.user)
+    return _answer(request, pk, outcome.status, outcome.message)
+
+
+@require_POST
+@reviewer_required
+def unclaim_view(request: HttpRequest, pk: int) -> HttpResponse:
+    """Release the claim (its holder, or a manager)."""
+    outcome = claims.unclaim(pk, request.user)
+    return _answer(request, pk, outcome.status, outcome.message)
+
+
+@require_POST
+@reviewer_required
+def reassign_view(request: HttpRequest, pk: int) -> HttpResponse:
+    """Assign the item to another reviewer (a manager, or its holder)."""
+    username = str(request.POST.get("assignee", "")).strip()[:150]
+    outcome = claims.reassign(pk, request.user, username)
+    return _answer(request, pk, outcome.status, outcome.message)
+
+
+@require_POST
+@reviewer_required
+def extend_view(request: HttpRequest, pk: int) -> HttpResponse:
+    """Move the deadline later (managers)."""
+    try:
+        hours = int(request.POST.get("hours", ""))
+    except ValueError:
+        hours = 0
+    if hours not in EXTEND_CHOICES_HOURS:
+        choices = ", ".join(str(h) for h in EXTEND_CHOICES_HOURS)
+        return _answer(request, pk, 422, f"Extend by one of {choices} hours.")
+    status, message, _ = deadlines.extend(pk, request.user, timedelta(hours=hours))
+    return _answer(request, pk, status, message)
+
+
+__all__ = ["claim_view", "extend_view", "reassign_view", "unclaim_view"]

@@ -1,0 +1,101 @@
+"""API tokens: how services authenticate to the review API (`reviews.api`).
+
+A token acts as its user (with that user's permissions and review policies). Only its
+SHA-256 is stored; the token itself is shown once, when it is created (in the admin or
+with `manage.py api_token create`). Tokens are random 256-bit secrets, so a fast hash is
+enough: there is nothing to brute-force.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from datetime import datetime
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, models, transaction
+from django.utils import timezone
+
+TOKEN_PREFIX = "bw"
+
+
+def hash_token(raw: str) -> str:
+    """What is stored of a token: its SHA-256 (hex)."""
+    return hashlib.sha256(raw.encode()).hexdigest()
+
+
+def generate() -> tuple[str, str]:
+    """A new token's public key and its full secret text `bw_<key>_<secret>`."""
+    key = secrets.token_hex(4)
+    return key, f"{TOKEN_PREFIX}_{key}_{secrets.token_urlsafe(32)}"
+
+
+class ApiTokenManager(models.Manager["ApiToken"]):
+    def issue(
+        self, user: Any, name: str, *, expires_at: datetime | None = None
+    ) -> tuple[ApiToken, str]:
+        """A new token for `user`, and its secret text (shown once, never stored)."""
+        for _ in range(5):
+            key, raw = generate()
+            try:
+                with transaction.atomic():
+                    token = self.create(
+                        user=user, name=name, key=key, hashed=hash_token(raw), expires_at=expires_at
+                    )
+            except IntegrityError:
+                continue
+            return token, raw
+        raise RuntimeError("Could not draw a unique token key; try again.")
+
+    def authenticate(self, raw: str) -> ApiToken | None:
+        """The live token whose secret is `raw`, or `None` (unknown, revoked, expired)."""
+        parts = raw.split("_")
+        if len(parts) < 3 or parts[0] != TOKEN_PREFIX:
+            return None
+        token = self.select_related("user").filter(key=parts[1]).first()
+        if token is None or not hmac.compare_digest(token.hashed, hash_token(raw)):
+            return None
+        if not token.is_live:
+            return None
+        return token
+
+
+class ApiToken(models.Model):
+    """A service's credential for the review API, acting as `user`."""
+
+    name = models.CharField(max_length=100, help_text="Which service uses it.")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="review_api_tokens"
+    )
+    key = models.CharField(max_length=16, unique=True, help_text="Public part of the token.")
+    hashed = models.CharField(max_length=64, editable=False)
+    created_at = models.DateTimeField(default=timezone.now)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    objects = ApiTokenManager()
+
+    class Meta:
+        db_table = "bw_review_api_token"
+        ordering = ["-created_at"]
+        verbose_name = "API token"
+
+    def __str__(self) -> str:
+        return f"{self.name} ({TOKEN_PREFIX}_{self.key}_…) for {self.user}"
+
+    @property
+    def is_live(self) -> bool:
+        now = timezone.now()
+        return self.revoked_at is None and (self.expires_at is None or self.expires_at > now)
+
+    def revoke(self) -> None:
+        """Stop accepting the token (kept for the record)."""
+        if self.revoked_at is None:
+            self.revoked_at = timezone.now()
+            self.save(update_fields=["revoked_at"])
+
+
+__all__ = ["TOKEN_PREFIX", "ApiToken", "generate", "hash_token"]

@@ -1,0 +1,51 @@
+"""Notification channels: the contract every channel implements, and the configured ones.
+
+A channel is named in `BEAMWEAVER["REVIEW_NOTIFICATION_CHANNELS"]` (name -> dotted path of
+a class taking no arguments); the defaults are `email` and `webhook`. A third one (chat,
+SMS) is a class with the two methods below.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from django.conf import settings
+from django.utils.module_loading import import_string
+
+from reviews.models import OutboxMessage, ReviewItem
+
+DEFAULT_CHANNELS = {
+    "email": "reviews.notifications.email.EmailChannel",
+    "webhook": "reviews.notifications.webhooks.WebhookChannel",
+}
+
+
+class DeliveryError(Exception):
+    """A message could not be delivered now; the outbox retries it later."""
+
+
+class Channel(Protocol):
+    # Methods that channels must implement.
+
+    def targets(self, event: str, item: ReviewItem, users: Sequence[Any]) -> list[str]:
+        """Where `event` about `item` goes through this channel (`users`: who it concerns,
+        already filtered to those who may see the item)."""
+
+    def send(self, message: OutboxMessage) -> None:
+        """Deliver one outbox message; raise `DeliveryError` to have it retried."""
+
+
+@functools.cache
+def _load(path: str) -> Channel:
+    return import_string(path)()  # type: ignore[no-any-return]
+
+
+def configured() -> dict[str, Channel]:
+    """The channels in force, by name."""
+    paths = settings.BEAMWEAVER.get("REVIEW_NOTIFICATION_CHANNELS") or DEFAULT_CHANNELS
+    return {name: _load(path) for name, path in paths.items()}
+
+
+__all__ = ["DEFAULT_CHANNELS", "Channel", "DeliveryError", "configured"]

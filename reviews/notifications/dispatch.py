@@ -1,0 +1,120 @@
+"""Who hears about an item's event, and the message they get: `notify` writes one outbox
+row per channel and target, in the caller's transaction."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Permission
+from django.db.models import Q
+from django.urls import reverse
+
+from reviews.models import NotificationEvent, ReviewItem
+from reviews.notifications import channels, outbox
+from reviews.permissions import MANAGE_PERMISSION, REVIEW_PERMISSION, is_decider
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_BASE_URL = "http://localhost:8000"
+
+
+def item_url(item: ReviewItem) -> str:
+    """The deep link to the item's page (`BEAMWEAVER["BASE_URL"]` + its path)."""
+    base = str(settings.BEAMWEAVER.get("BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
+    return base + reverse("reviews:item", args=[item.pk])
+
+
+def _reviewers() -> list[Any]:
+    app, codename = REVIEW_PERMISSION.split(".")
+    ids = Permission.objects.filter(content_type__app_label=app, codename=codename).values_list(
+        "pk", flat=True
+    )
+    users = (
+        get_user_model()
+        .objects.filter(is_active=True)
+        .filter(Q(is_superuser=True) | Q(user_permissions__in=ids) | Q(groups__permissions__in=ids))
+    )
+    return list(users.distinct().order_by("pk"))
+
+
+def _may_see(user: Any, item: ReviewItem) -> bool:
+    return is_decider(user, item) or bool(user.has_perm(MANAGE_PERMISSION))
+
+
+def audience(event: str, item: ReviewItem) -> list[Any]:
+    """The users an event concerns (each may see the item)."""
+    reviewers = _reviewers()
+    by_id = {u.pk: u for u in reviewers}
+    named = [item.claimed_by_id, item.assignee_id]
+    if event == NotificationEvent.ASSIGNED:
+        chosen = [by_id.get(item.assignee_id)]
+    elif event == NotificationEvent.ESCALATED:
+        chosen = [u for u in reviewers if item.escalation_group_id in _group_ids(u)]
+    elif event == NotificationEvent.REMINDER and any(named):
+        chosen = [by_id.get(pk) for pk in named]
+    elif event in (NotificationEvent.EXPIRED, NotificationEvent.DECIDED):
+        chosen = [by_id.get(pk) for pk in [*named, item.requested_by_id]]
+    else:
+        chosen = [u for u in reviewers if is_decider(u, item)]
+    unique = {u.pk: u for u in chosen if u is not None}
+    return [u for u in unique.values() if _may_see(u, item)]
+
+
+def _group_ids(user: Any) -> set[int]:
+    return set(user.groups.values_list("pk", flat=True))
+
+
+def summary(event: str, item: ReviewItem) -> str:
+    """One line saying what happened, for subjects and chat messages."""
+    what = ", ".join(item.tool_names) or item.get_kind_display().lower()
+    due = f" (due {item.due_at:%Y-%m-%d %H:%M} UTC)" if item.due_at else ""
+    lines = {
+        NotificationEvent.CREATED: f"Review needed: item #{item.pk} {what}{due}",
+        NotificationEvent.ASSIGNED: f"Assigned to you: item #{item.pk} {what}{due}",
+        NotificationEvent.REMINDER: f"Reminder: item #{item.pk} {what} is due soon{due}",
+        NotificationEvent.ESCALATED: f"Escalated to your group: item #{item.pk} {what}{due}",
+        NotificationEvent.EXPIRED: f"Expired without a decision: item #{item.pk} {what}",
+        NotificationEvent.DECIDED: f"Decided: item #{item.pk} {what}",
+    }
+    return lines.get(event, f"{event}: item #{item.pk} {what}")
+
+
+def payload(event: str, item: ReviewItem) -> dict[str, Any]:
+    """What every channel's message is made of (JSON; no argument values: a webhook or an
+    inbox outside the product is not where a tool's arguments should travel)."""
+    return {
+        "event": event,
+        "summary": summary(event, item),
+        "item": {
+            "id": item.pk,
+            "url": item_url(item),
+            "thread_id": item.thread_id,
+            "graph": item.graph,
+            "kind": item.kind,
+            "tools": list(item.tool_names),
+            "status": item.status,
+            "created_at": item.created_at.isoformat(),
+            "due_at": item.due_at.isoformat() if item.due_at else None,
+            "required_approvals": item.required_approvals,
+            "policy_version": item.policy_version,
+        },
+    }
+
+
+def notify(event: str, item: ReviewItem) -> int:
+    """Queue `event` about `item` on every channel (in the current transaction); returns
+    how many messages were queued."""
+    users = audience(event, item)
+    body = payload(event, item)
+    queued = 0
+    for name, channel in channels.configured().items():
+        for target in channel.targets(event, item, users):
+            outbox.enqueue(name, target, event, item, body)
+            queued += 1
+    return queued
+
+
+__all__ = ["DEFAULT_BASE_URL", "audience", "item_url", "notify", "payload", "summary"]

@@ -1,0 +1,47 @@
+"""The email channel: Django's mail framework (`EMAIL_BACKEND`), to each concerned reviewer
+who has an address and wants the event (see `NotificationPreference`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from django.core.mail import send_mail
+from django.template.loader import render_to_string
+
+from reviews.models import NotificationPreference, OutboxMessage, ReviewItem
+from reviews.models.notifications import default_email_events
+from reviews.notifications.channels import DeliveryError
+
+
+def wants_email(user: Any, event: str) -> bool:
+    """Whether `user` asked for email about `event` (defaults when they never chose)."""
+    if not user.email:
+        return False
+    preference = NotificationPreference.objects.filter(user=user).first()
+    if preference is None:
+        return event in default_email_events()
+    return preference.email_enabled and event in preference.email_events
+
+
+class EmailChannel:
+    """Plain-text email with the deep link to the item."""
+
+    def targets(self, event: str, item: ReviewItem, users: Sequence[Any]) -> list[str]:
+        return sorted({u.email for u in users if wants_email(u, event)})
+
+    def send(self, message: OutboxMessage) -> None:
+        body = render_to_string("reviews/notification_email.txt", {"message": message.payload})
+        try:
+            send_mail(
+                # Tool names come from a model: never let one break the header.
+                subject=" ".join(f"[BeamWeaver] {message.payload['summary']}".split()),
+                message=body,
+                from_email=None,
+                recipient_list=[message.target],
+            )
+        except (OSError, ValueError) as exc:
+            raise DeliveryError(f"{type(exc).__name__}: {exc}") from exc
+
+
+__all__ = ["EmailChannel", "wants_email"]

@@ -1,0 +1,215 @@
+"""Claim, release and reassign: atomic, audited, enforced by the decision service, shown on
+the item page and pushed live to other open pages."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from django.db import connection
+
+from reviews import claims
+from reviews.models import AuditEvent, OutboxMessage, ReviewItem
+from reviews.services import DecisionRequest, decide
+from tests.reviews.conftest import client_for, make_manager, make_reviewer, pause, use_policies
+
+pytestmark = pytest.mark.django_db
+
+APPROVE = {"decisions": [{"type": "approve"}]}
+
+
+def approve(item: ReviewItem, user: User) -> Any:
+    return decide(
+        DecisionRequest(
+            item_id=item.pk,
+            user=user,
+            client_decision_id=uuid.uuid4().hex,
+            digest=item.digest,
+            answer=APPROVE,
+        )
+    )
+
+
+def test_a_claimed_item_can_only_be_decided_by_its_claimer(alice: User, bob: User) -> None:
+    item = pause()
+
+    claimed = claims.claim(item.pk, alice)
+    refused = approve(item, bob)
+
+    assert (claimed.status, claimed.message) == (200, "You claimed this item.")
+    assert (refused.status, refused.code) == (409, "claimed")
+    assert refused.message == "alice claimed this item; ask them or a manager to release it."
+    assert approve(item, alice).status == 200
+    assert list(
+        AuditEvent.objects.filter(action="claimed").values_list("actor__username", flat=True)
+    ) == ["alice"]
+
+
+def test_a_second_claim_loses_and_names_the_holder(alice: User, bob: User) -> None:
+    item = pause()
+    claims.claim(item.pk, alice)
+
+    second = claims.claim(item.pk, bob)
+
+    assert (second.status, second.code, second.message) == (
+        409,
+        "claimed",
+        "alice claimed this item first.",
+    )
+    assert claims.claim(item.pk, alice).message == "You hold this item already."
+
+
+@pytest.mark.django_db(transaction=True)
+def test_of_two_concurrent_claims_exactly_one_wins() -> None:
+    item = pause()
+    users = [make_reviewer(f"r{i}") for i in range(6)]
+    barrier = threading.Barrier(len(users))
+    results: list[int] = []
+
+    def race(user: User) -> None:
+        barrier.wait()
+        try:
+            results.append(claims.claim(item.pk, user).status)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=race, args=(u,)) for u in users]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+    assert sorted(results) == [200] + [409] * 5
+    assert AuditEvent.objects.filter(action="claimed").count() == 1
+
+
+def test_release_by_the_holder_or_a_manager_only(alice: User, bob: User) -> None:
+    item = pause()
+    manager = make_manager("manager")
+    claims.claim(item.pk, alice)
+
+    assert claims.unclaim(item.pk, bob).status == 403
+    released = claims.unclaim(item.pk, manager)
+
+    assert (released.status, released.message) == (200, "The item is free again.")
+    assert AuditEvent.objects.get(action="unclaimed").message == "Released the claim of alice."
+    item.refresh_from_db()
+    assert item.claimed_by is None
+
+
+def test_a_manager_reassigns_and_the_new_assignee_holds_it(alice: User, bob: User) -> None:
+    item = pause()
+    bob.email = "bob@example.com"
+    bob.save()
+    manager = make_manager("manager")
+
+    outcome = claims.reassign(item.pk, manager, "bob")
+
+    assert (outcome.status, outcome.message) == (200, "Assigned to bob.")
+    item.refresh_from_db()
+    assert (item.assignee, item.claimed_by) == (bob, bob)
+    assert AuditEvent.objects.get(action="reassigned").message == ("Reassigned from nobody to bob.")
+    assert OutboxMessage.objects.filter(event="review.assigned", target="bob@example.com").exists()
+    assert approve(item, alice).code == "claimed"
+
+
+def test_reassigning_needs_a_manager_or_the_holder(alice: User, bob: User) -> None:
+    item = pause()
+
+    assert claims.reassign(item.pk, bob, "alice").status == 403
+    claims.claim(item.pk, bob)
+    assert claims.reassign(item.pk, bob, "alice").status == 200
+
+
+def test_reassigning_to_the_requester_or_a_stranger_is_refused(alice: User, bob: User) -> None:
+    item = pause(user=alice)
+    manager = make_manager("manager")
+
+    to_requester = claims.reassign(item.pk, manager, "alice")
+    to_nobody = claims.reassign(item.pk, manager, "ghost")
+
+    assert (to_requester.status, to_nobody.status) == (422, 422)
+    assert to_requester.message == (
+        "alice started this run and cannot approve it; choose another reviewer."
+    )
+
+
+def test_a_quorum_item_cannot_be_claimed(settings: Any, alice: User) -> None:
+    use_policies(settings, {"name": "two", "approvals": 2})
+    item = pause()
+
+    outcome = claims.claim(item.pk, alice)
+
+    assert (outcome.status, outcome.code) == (409, "quorum")
+
+
+def test_claiming_a_decided_item_is_gone(alice: User) -> None:
+    item = pause()
+    approve(item, alice)
+
+    assert claims.claim(item.pk, alice).status == 410
+
+
+def test_the_claim_buttons_work_without_htmx(alice: User) -> None:
+    item = pause()
+    client = client_for(alice)
+
+    page = client.get(f"/items/{item.pk}/").content.decode()
+    response = client.post(f"/items/{item.pk}/claim/")
+
+    assert 'id="claim-button"' in page
+    assert response.status_code == 302 and response["Location"] == f"/items/{item.pk}/"
+    after = client.get(f"/items/{item.pk}/").content.decode()
+    assert 'id="release-button"' in after
+    assert 'Claimed by</dt><dd id="item-claim"><strong>you</strong>' in after
+
+
+def test_an_htmx_claim_answers_with_the_routing_partial(alice: User, bob: User) -> None:
+    item = pause()
+    claims.claim(item.pk, bob)
+
+    response = client_for(alice).post(f"/items/{item.pk}/claim/", HTTP_HX_REQUEST="true")
+
+    assert response.status_code == 409
+    html = response.content.decode().strip()
+    assert html.startswith('<section id="item-routing"')
+    assert "bob claimed this item first." in html
+
+
+def test_a_refused_decision_from_the_page_is_marked_as_a_policy_refusal(
+    alice: User, bob: User
+) -> None:
+    item = pause(user=alice)
+
+    response = client_for(alice).post(
+        f"/items/{item.pk}/decide/",
+        {
+            "client_decision_id": uuid.uuid4().hex,
+            "digest": item.digest,
+            "interrupt_id": item.interrupt_id,
+            "d0-type": "approve",
+        },
+        HTTP_HX_REQUEST="true",
+    )
+
+    assert response.status_code == 403
+    assert response["X-BeamWeaver-Refusal"] == "self_approval"
+    assert "you cannot approve it" in response.content.decode()
+
+
+def test_a_manager_extends_a_deadline_from_the_page(settings: Any) -> None:
+    use_policies(settings, {"name": "p", "deadline_seconds": 600})
+    manager = make_manager("manager")
+    item = pause()
+
+    response = client_for(manager).post(
+        f"/items/{item.pk}/extend/", {"hours": "4"}, HTTP_HX_REQUEST="true"
+    )
+    refused = client_for(manager).post(f"/items/{item.pk}/extend/", {"hours": "5"})
+
+    assert response.status_code == 200
+    assert "Deadline extended from " in response.content.decode()
+    assert refused.status_code == 302

@@ -1,0 +1,227 @@
+"""Notifications: queued in the Postgres outbox with the change they announce, delivered by
+email and signed webhooks with a deep link to the item, retried with exponential backoff,
+and filtered by each reviewer's preferences."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from datetime import timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from django.core import mail
+from django.db import transaction
+from django.utils import timezone
+
+from reviews.models import NotificationPreference, OutboxMessage
+from reviews.notifications import notify, outbox
+from reviews.notifications.webhooks import sign, verify_signature
+from tests.reviews.conftest import client_for, make_reviewer, pause, use_policies
+
+pytestmark = pytest.mark.django_db
+
+SECRET = "a-long-shared-webhook-secret"
+
+
+class Receiver:
+    """A local webhook endpoint: records requests, answers with `status`."""
+
+    def __init__(self) -> None:
+        self.requests: list[tuple[dict[str, str], bytes]] = []
+        self.status = 204
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                receiver.requests.append((dict(self.headers), body))
+                self.send_response(receiver.status)
+                self.end_headers()
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_port}/hook"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+
+@pytest.fixture
+def receiver(settings: Any) -> Iterator[Receiver]:
+    hook = Receiver()
+    settings.BEAMWEAVER = {
+        **settings.BEAMWEAVER,
+        "REVIEW_WEBHOOKS": [{"name": "ops", "url": hook.url, "secret": SECRET, "events": []}],
+    }
+    yield hook
+    hook.server.shutdown()
+
+
+def test_a_new_item_queues_a_webhook_in_the_same_transaction(receiver: Receiver) -> None:
+    item = pause()
+
+    queued = OutboxMessage.objects.get(event="review.created")
+
+    assert (queued.channel, queued.target, queued.status, queued.item) == (
+        "webhook",
+        "ops",
+        "pending",
+        item,
+    )
+    assert queued.payload["item"]["url"] == f"http://localhost:8000/items/{item.pk}/"
+
+
+def test_a_rolled_back_change_queues_nothing(receiver: Receiver) -> None:
+    item = pause()
+    OutboxMessage.objects.all().delete()
+
+    with pytest.raises(RuntimeError), transaction.atomic():
+        notify("review.reminder", item)
+        raise RuntimeError("the change failed")
+
+    assert not OutboxMessage.objects.exists()
+
+
+def test_a_webhook_is_signed_over_timestamp_and_body(receiver: Receiver) -> None:
+    item = pause()
+
+    report = outbox.deliver_due()
+
+    assert report.to_dict() == {"sent": 1, "retrying": 0, "dead": 0}
+    headers, body = receiver.requests[0]
+    assert headers["X-Beamweaver-Event"] == "review.created"
+    delivery = OutboxMessage.objects.get()
+    assert headers["X-Beamweaver-Delivery"] == str(delivery.pk)
+    assert verify_signature(
+        SECRET, headers["X-Beamweaver-Timestamp"], body, headers["X-Beamweaver-Signature"]
+    )
+    assert not verify_signature(
+        "another-secret-entirely",
+        headers["X-Beamweaver-Timestamp"],
+        body,
+        headers["X-Beamweaver-Signature"],
+    )
+    sent = json.loads(body)
+    assert sent["delivery"] == delivery.pk
+    assert sent["item"]["url"].endswith(f"/items/{item.pk}/")
+    assert "args" not in body.decode()
+    assert delivery.status == "sent" and delivery.sent_at is not None
+
+
+def test_an_old_timestamp_fails_verification() -> None:
+    body = b"{}"
+    signature = sign(SECRET, 1_000, body)
+
+    assert verify_signature(SECRET, "1000", body, signature, now=1_100)
+    assert not verify_signature(SECRET, "1000", body, signature, now=1_000 + 301)
+
+
+def test_a_failing_webhook_is_retried_with_exponential_backoff_then_given_up(
+    settings: Any, receiver: Receiver
+) -> None:
+    settings.BEAMWEAVER = {**settings.BEAMWEAVER, "NOTIFY_MAX_ATTEMPTS": 3}
+    receiver.status = 500
+    pause()
+    now = timezone.now()
+
+    first = outbox.deliver_due(now=now)
+    message = OutboxMessage.objects.get()
+    assert first.retrying == 1
+    assert (message.attempts, message.next_attempt_at) == (1, now + timedelta(seconds=30))
+    assert message.last_error == "HTTP 500 from ops"
+    assert outbox.deliver_due(now=now + timedelta(seconds=29)).to_dict()["retrying"] == 0
+
+    outbox.deliver_due(now=now + timedelta(seconds=30))
+    message.refresh_from_db()
+    assert message.next_attempt_at == now + timedelta(seconds=30 + 60)
+
+    last = outbox.deliver_due(now=now + timedelta(seconds=90))
+    message.refresh_from_db()
+    assert (last.dead, message.status, message.attempts) == (1, "dead", 3)
+    assert len(receiver.requests) == 3
+
+
+def test_a_webhook_recovers_after_a_failure(receiver: Receiver) -> None:
+    receiver.status = 503
+    pause()
+    now = timezone.now()
+    outbox.deliver_due(now=now)
+
+    receiver.status = 200
+    report = outbox.deliver_due(now=now + timedelta(seconds=30))
+
+    assert report.sent == 1
+    assert OutboxMessage.objects.get().status == "sent"
+
+
+def test_an_unreachable_webhook_is_retried(settings: Any) -> None:
+    settings.BEAMWEAVER = {
+        **settings.BEAMWEAVER,
+        "REVIEW_WEBHOOKS": [{"name": "down", "url": "http://127.0.0.1:9/", "secret": SECRET}],
+    }
+    pause()
+
+    report = outbox.deliver_due()
+
+    assert report.retrying == 1
+    assert OutboxMessage.objects.get().last_error.startswith("down unreachable: ")
+
+
+def test_email_goes_to_reviewers_who_want_the_event_with_a_deep_link(settings: Any) -> None:
+    use_policies(settings, {"name": "p", "assignee": "anna"})
+    anna = make_reviewer("anna", email="anna@example.com")
+    make_reviewer("quiet", email="quiet@example.com")
+    NotificationPreference.objects.create(
+        user=make_reviewer("keen", email="keen@example.com"),
+        email_events=["review.created"],
+    )
+
+    item = pause()
+    outbox.deliver_due()
+
+    sent = sorted((m.to[0], m.subject) for m in mail.outbox)
+    assert sent == [
+        ("anna@example.com", f"[BeamWeaver] Assigned to you: item #{item.pk} send_email"),
+        ("keen@example.com", f"[BeamWeaver] Review needed: item #{item.pk} send_email"),
+    ]
+    assert f"http://localhost:8000/items/{item.pk}/" in mail.outbox[0].body
+    assert anna.email
+
+
+def test_a_reviewer_who_turned_email_off_gets_none(settings: Any) -> None:
+    use_policies(settings, {"name": "p", "assignee": "anna"})
+    anna = make_reviewer("anna", email="anna@example.com")
+    NotificationPreference.objects.create(user=anna, email_enabled=False)
+
+    pause()
+
+    assert not OutboxMessage.objects.filter(channel="email").exists()
+
+
+def test_nobody_is_emailed_about_an_item_they_may_not_see(settings: Any) -> None:
+    use_policies(settings, {"name": "p", "groups": ["finance"]})
+    NotificationPreference.objects.create(
+        user=make_reviewer("outsider", email="o@example.com"), email_events=["review.created"]
+    )
+
+    pause()
+
+    assert not OutboxMessage.objects.filter(channel="email").exists()
+
+
+def test_the_preferences_page_saves_a_reviewers_choices(alice: User) -> None:
+    client = client_for(alice)
+
+    page = client.get("/notifications/")
+    saved = client.post(
+        "/notifications/", {"email_enabled": "on", "email_events": ["review.reminder"]}
+    )
+
+    assert page.status_code == 200 and "Email me about" in page.content.decode()
+    assert saved.status_code == 302
+    preference = NotificationPreference.objects.get(user=alice)
+    assert (preference.email_enabled, preference.email_events) == (True, ["review.reminder"])
