@@ -233,7 +233,7 @@ def _decide(request: DecisionRequest) -> DecisionOutcome:
             422,
             "invalid",
             "The decision form is incomplete; reload the item.",
-            problems=id_problems,
+            problems=[*id_problems, *(dict(p) for p in request.problems)],
         )
     if request.digest != item.digest:
         return _refuse(

@@ -1,0 +1,72 @@
+"""Token authentication for the review API: `Authorization: Bearer <token>`, nothing else.
+
+Session cookies are never looked at, so a browser that is logged in to the inbox cannot be
+made to call the API by another site (which is why the API needs no CSRF token). A token
+acts as its user, with that user's reviewer permission and review policies.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.utils import timezone
+from django.views.decorators.csrf import csrf_exempt
+
+from reviews.models import ApiToken
+from reviews.permissions import can_review
+
+LAST_USED_PRECISION = timedelta(minutes=1)
+
+
+def error(status: int, code: str, message: str, **extra: Any) -> JsonResponse:
+    """The API's error body: `{"status", "code", "message"}` (and any `extra`)."""
+    return JsonResponse(
+        {"status": status, "code": code, "message": message, **extra}, status=status
+    )
+
+
+def _unauthenticated(message: str) -> JsonResponse:
+    response = error(401, "unauthenticated", message)
+    response["WWW-Authenticate"] = 'Bearer realm="beamweaver"'
+    return response
+
+
+def authenticate(request: HttpRequest) -> ApiToken | JsonResponse:
+    """The live token of the request, or the 401/403 answer to send instead."""
+    header = request.headers.get("Authorization", "")
+    scheme, _, raw = header.partition(" ")
+    if scheme.lower() != "bearer" or not raw.strip():
+        return _unauthenticated(
+            "Send an API token as 'Authorization: Bearer <token>' (session cookies are not "
+            "accepted here); an administrator creates tokens in the admin."
+        )
+    token = ApiToken.objects.authenticate(raw.strip())
+    if token is None:
+        return _unauthenticated("This token is unknown, revoked or expired.")
+    if not can_review(token.user):
+        return error(403, "forbidden", "The token's user does not have the reviewer permission.")
+    now = timezone.now()
+    if token.last_used_at is None or now - token.last_used_at > LAST_USED_PRECISION:
+        ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
+    return token
+
+
+def token_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """Run `view(request, user, ...)` as the token's user; answer 401/403 otherwise."""
+
+    @csrf_exempt
+    @functools.wraps(view)
+    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        found = authenticate(request)
+        if isinstance(found, JsonResponse):
+            return found
+        return view(request, found.user, *args, **kwargs)
+
+    return wrapper
+
+
+__all__ = ["authenticate", "error", "token_required"]
