@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.urls import include, path, register_converter
 
-from reviews import item_actions, views
+from reviews import insight_views, item_actions, views
 from reviews.converters import ThreadIdConverter
 
 register_converter(ThreadIdConverter, "thread_id")
@@ -24,6 +24,8 @@ urlpatterns = [
     path("runs/new/", views.start_run_view, name="start_run"),
     path("audit/", views.audit_view, name="audit"),
     path("notifications/", views.preferences_view, name="preferences"),
+    path("analytics/", insight_views.analytics_view, name="analytics"),
+    path("simulate/", insight_views.simulate_view, name="simulate"),
     path("api/v1/", include("reviews.api.urls")),
     path("cancel-run/<thread_id:thread_id>/", views.cancel_run_view, name="cancel_run"),
     path("threads/<thread_id:thread_id>/", views.thread_view, name="thread"),

@@ -17,6 +17,8 @@ from django.utils import timezone
 from django.utils.html import conditional_escape, format_html
 from django.utils.safestring import SafeString, mark_safe
 
+from reviews import analytics
+
 register = template.Library()
 
 _KEEP = {"\n", "\t"}
@@ -85,10 +87,16 @@ def age(value: datetime | None) -> str:
 
 
 @register.filter
+def duration(seconds: Any) -> str:
+    """A compact duration of a number of seconds: `45s`, `12m`, `3.5h`, `2.1d`."""
+    return analytics.duration(seconds)
+
+
+@register.filter
 def sorted_items(value: Any) -> list[tuple[str, Any]]:
     if not isinstance(value, dict):
         return []
     return sorted(value.items())
 
 
-__all__ = ["age", "has_invisible", "is_invisible", "pretty_json", "visible"]
+__all__ = ["age", "duration", "has_invisible", "is_invisible", "pretty_json", "visible"]
