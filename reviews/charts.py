@@ -179,12 +179,17 @@ def columns(title: str, labels: Sequence[str], stacks: Sequence[Sequence[Bar]]) 
                     bar.text,
                 )
             )
-        if len(labels) <= 14 or index % max(1, len(labels) // 10) == 0:
+        last = index == len(labels) - 1
+        if len(labels) <= 14 or index % max(1, len(labels) // 10) == 0 or last:
+            # The first and last labels are anchored inside the chart, never clipped.
+            anchor = "start" if index == 0 else "end" if last else "middle"
+            at = 0 if index == 0 else WIDTH if last else index * step + step / 2
             parts.append(
                 format_html(
-                    '<text x="{}" y="{}" text-anchor="middle" class="muted-text">{}</text>',
-                    _n(index * step + step / 2),
+                    '<text x="{}" y="{}" text-anchor="{}" class="muted-text">{}</text>',
+                    _n(at),
                     height + axis - 4,
+                    anchor,
                     label,
                 )
             )

@@ -14,7 +14,7 @@ from django.utils import timezone
 from beamweaver_core.models import Run, Thread
 from reviews import inbox, quorum, reasons, threads
 from reviews.models import Decision, ReviewItem, ReviewPresence
-from reviews.permissions import can_manage, is_decider
+from reviews.permissions import can_manage, is_decider, reviewers
 
 PRESENCE_TTL = timedelta(seconds=60)
 
@@ -77,6 +77,7 @@ def routing(item: ReviewItem, user: Any) -> dict[str, Any]:
     decider = is_decider(user, item)
     manager = can_manage(user)
     holder = item.claimed_by_id or item.assignee_id
+    can_reassign = pending and (manager or holder == user.pk)
     now = timezone.now()
     return {
         "groups": item.policy.get("groups") or [],
@@ -93,9 +94,17 @@ def routing(item: ReviewItem, user: Any) -> dict[str, Any]:
         "can_release": pending
         and item.claimed_by_id is not None
         and (item.claimed_by_id == user.pk or manager),
-        "can_reassign": pending and (manager or holder == user.pk),
+        "can_reassign": can_reassign,
+        "reviewers": reviewer_names(exclude=item.requested_by_id) if can_reassign else [],
         "can_extend": pending and manager,
     }
+
+
+def reviewer_names(*, exclude: int | None = None, limit: int = 200) -> list[str]:
+    """Usernames of active reviewers, to choose an assignee from."""
+    return [
+        u.get_username() for u in reviewers().exclude(pk=exclude or 0).order_by("username")[:limit]
+    ]
 
 
 def viewers(item: ReviewItem, user: Any) -> list[str]:

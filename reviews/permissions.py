@@ -20,6 +20,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Permission
 from django.contrib.auth.views import redirect_to_login
 from django.db.models import Q, QuerySet
 from django.http import HttpRequest, HttpResponse
@@ -128,6 +130,17 @@ def decision_refusal(user: Any, item: Any, *, executes: bool) -> Refusal | None:
     return None
 
 
+def reviewers() -> QuerySet[Any]:
+    """Active users with the reviewer permission (directly, through a group, or as
+    superusers)."""
+    app, codename = REVIEW_PERMISSION.split(".")
+    ids = Permission.objects.filter(content_type__app_label=app, codename=codename)
+    users = get_user_model().objects.filter(is_active=True)
+    return users.filter(
+        Q(is_superuser=True) | Q(user_permissions__in=ids) | Q(groups__permissions__in=ids)
+    ).distinct()
+
+
 def visible_threads(user: Any) -> Any:
     """The threads `user` may see (a queryset; empty without the permission)."""
     return Thread.objects.all() if can_review(user) else Thread.objects.none()
@@ -167,6 +180,7 @@ __all__ = [
     "group_ids",
     "is_decider",
     "reviewer_required",
+    "reviewers",
     "visible_items",
     "visible_threads",
 ]

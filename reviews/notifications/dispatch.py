@@ -3,20 +3,15 @@ row per channel and target, in the caller's transaction."""
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Permission
-from django.db.models import Q
 from django.urls import reverse
 
+from reviews import permissions
 from reviews.models import NotificationEvent, ReviewItem
 from reviews.notifications import channels, outbox
-from reviews.permissions import MANAGE_PERMISSION, REVIEW_PERMISSION, is_decider
-
-logger = logging.getLogger(__name__)
+from reviews.permissions import MANAGE_PERMISSION, is_decider
 
 DEFAULT_BASE_URL = "http://localhost:8000"
 
@@ -27,26 +22,13 @@ def item_url(item: ReviewItem) -> str:
     return base + reverse("reviews:item", args=[item.pk])
 
 
-def _reviewers() -> list[Any]:
-    app, codename = REVIEW_PERMISSION.split(".")
-    ids = Permission.objects.filter(content_type__app_label=app, codename=codename).values_list(
-        "pk", flat=True
-    )
-    users = (
-        get_user_model()
-        .objects.filter(is_active=True)
-        .filter(Q(is_superuser=True) | Q(user_permissions__in=ids) | Q(groups__permissions__in=ids))
-    )
-    return list(users.distinct().order_by("pk"))
-
-
 def _may_see(user: Any, item: ReviewItem) -> bool:
     return is_decider(user, item) or bool(user.has_perm(MANAGE_PERMISSION))
 
 
 def audience(event: str, item: ReviewItem) -> list[Any]:
     """The users an event concerns (each may see the item)."""
-    reviewers = _reviewers()
+    reviewers = list(permissions.reviewers().order_by("pk"))
     by_id = {u.pk: u for u in reviewers}
     named = [item.claimed_by_id, item.assignee_id]
     if event == NotificationEvent.ASSIGNED:

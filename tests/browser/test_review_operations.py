@@ -1,0 +1,144 @@
+"""Review operations in real browsers: a claim seen live by another reviewer, the item
+page's keyboard shortcuts, batch decisions from the inbox, and the new pages at phone
+width (all without CSP violations or script errors)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from beamweaver_core.runtime import service
+from reviews.models import Decision, ReviewItem
+from tests.browser.test_inbox_live import WAIT, paused_item, wait_for
+from tests.reviews.conftest import make_manager, make_reviewer
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+SUBMIT = "#decision-form button[type=submit]:has-text('Submit decision')"
+
+
+def clean(*sessions: Any) -> None:
+    for session in sessions:
+        assert session.errors == [] and session.csp_violations == [] and session.dialogs == []
+
+
+def test_a_claim_is_seen_live_by_another_reviewer_who_then_cannot_decide(
+    sessions: Any,
+) -> None:
+    alice, bob = sessions(make_reviewer("alice")), sessions(make_reviewer("bob"))
+    service.start_run("tool_review", {}, thread_id="claim-1")
+    item = paused_item("claim-1")
+    for session in (alice, bob):
+        session.open(f"/items/{item.pk}/")
+        session.wait_live()
+
+    alice.page.click("#claim-button")
+    alice.page.wait_for_selector("#item-claim:has-text('you')", timeout=WAIT)
+
+    bob.page.wait_for_selector("#item-claim:has-text('alice')", timeout=WAIT)
+    assert "only they can decide it now" in bob.page.inner_text("#item-claim")
+    assert bob.page.locator("#claim-button").count() == 0
+    bob.page.check("input[name=d0-type][value=approve]")
+    bob.page.click(SUBMIT)
+    refusal = bob.page.wait_for_selector("#decision-outcome", timeout=WAIT)
+    assert "alice claimed this item" in refusal.inner_text()
+    assert not Decision.objects.filter(item=item).exists()
+
+    alice.page.click("#release-button")
+    bob.page.wait_for_selector("#item-claim:has-text('nobody')", timeout=WAIT)
+    bob.page.wait_for_selector("#claim-button", timeout=WAIT)
+    assert bob.page.is_hidden("#session-banner")
+    clean(alice, bob)
+
+
+def test_keyboard_a_approves_after_enter(sessions: Any) -> None:
+    alice = sessions(make_reviewer("alice"))
+    service.start_run("tool_review", {}, thread_id="keys-a")
+    item = paused_item("keys-a")
+    page = alice.open(f"/items/{item.pk}/")
+    alice.wait_live()
+
+    page.keyboard.press("a")
+
+    assert page.is_checked("input[name=d0-type][value=approve]")
+    assert page.evaluate("document.activeElement.id") == "decision-submit"
+    assert not Decision.objects.filter(item=item).exists()
+    page.keyboard.press("Enter")
+    page.wait_for_selector("#item-status:has-text('Decided by you')", timeout=WAIT)
+    assert Decision.objects.get(item=item).decision_types == ["approve"]
+    clean(alice)
+
+
+def test_keyboard_r_rejects_with_the_message_focused(sessions: Any) -> None:
+    alice = sessions(make_reviewer("alice"))
+    service.start_run("tool_review", {}, thread_id="keys-r")
+    item = paused_item("keys-r")
+    page = alice.open(f"/items/{item.pk}/")
+    alice.wait_live()
+
+    page.keyboard.press("r")
+    assert page.evaluate("document.activeElement.name") == "d0-message"
+    page.keyboard.type("Wrong recipient.")
+    page.click(SUBMIT)
+
+    page.wait_for_selector("#item-status:has-text('Decided by you')", timeout=WAIT)
+    decision = Decision.objects.get(item=item)
+    assert decision.answer["decisions"] == [{"type": "reject", "message": "Wrong recipient."}]
+    clean(alice)
+
+
+def test_keyboard_e_opens_the_edit_form_and_typing_there_is_not_a_shortcut(
+    sessions: Any,
+) -> None:
+    alice = sessions(make_reviewer("alice"))
+    service.start_run("tool_review", {}, thread_id="keys-e")
+    item = paused_item("keys-e")
+    page = alice.open(f"/items/{item.pk}/")
+    alice.wait_live()
+
+    page.keyboard.press("e")
+
+    assert page.is_checked("input[name=d0-type][value=edit]")
+    assert page.is_visible(".edit-panel")
+    assert page.evaluate("document.activeElement.id").startswith("d0-arg")
+    page.keyboard.press("a")  # typed into the field, not a shortcut
+    assert page.is_checked("input[name=d0-type][value=edit]")
+    clean(alice)
+
+
+def test_batch_approval_from_the_inbox_reports_each_item(sessions: Any) -> None:
+    alice = sessions(make_reviewer("alice"))
+    for n in (1, 2, 3):
+        service.start_run("tool_review", {}, thread_id=f"batch-{n}")
+    items = [paused_item(f"batch-{n}") for n in (1, 2, 3)]
+    page = alice.open("/")
+    alice.wait_live()
+    page.wait_for_selector(f"#item-row-{items[2].pk}", timeout=WAIT)
+
+    assert page.is_disabled("#batch-form button[value=approve]")
+    for item in items[:2]:
+        page.check(f"#item-row-{item.pk} input.row-select")
+    page.wait_for_selector("#batch-count:has-text('2 selected')")
+    page.click("#batch-form button[value=approve]")
+
+    page.wait_for_selector("#batch-report:has-text('2 applied.')", timeout=WAIT)
+    wait_for(lambda: Decision.objects.filter(item__in=items[:2]).count() == 2)
+    for item in items[:2]:
+        page.wait_for_selector(f"#item-row-{item.pk}", state="detached", timeout=WAIT)
+    assert page.is_visible(f"#item-row-{items[2].pk}")
+    assert ReviewItem.objects.get(pk=items[2].pk).is_pending
+    clean(alice)
+
+
+def test_the_review_operations_pages_fit_a_phone(sessions: Any) -> None:
+    alice = sessions(make_manager("manager"))
+    alice.page.set_viewport_size({"width": 375, "height": 740})
+    service.start_run("tool_review", {}, thread_id="phone-ops")
+    item = paused_item("phone-ops")
+
+    for path in ("/", f"/items/{item.pk}/", "/analytics/", "/simulate/", "/notifications/"):
+        alice.open(path)
+        width = alice.page.evaluate("document.documentElement.scrollWidth")
+        assert width <= 375, f"{path} is {width}px wide"
+    clean(alice)
