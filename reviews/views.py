@@ -344,6 +344,7 @@ _AUDIT_COLUMNS = (
     "decision",
     "diff",
     "message",
+    "note",
     "source",
 )
 

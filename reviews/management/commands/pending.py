@@ -23,6 +23,11 @@ def describe(item: ReviewItem) -> dict[str, Any]:
         "node": item.node,
         "tools": list(item.tool_names),
         "created_at": item.created_at.isoformat(),
+        "due_at": item.due_at.isoformat() if item.due_at else None,
+        "assignee": item.assignee.get_username() if item.assignee else None,
+        "claimed_by": item.claimed_by.get_username() if item.claimed_by else None,
+        "required_approvals": item.required_approvals,
+        "policy_version": item.policy_version,
         "digest": item.digest,
         "payload": item.payload,
     }
@@ -44,7 +49,11 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, graph: str | None, as_json: bool, **options: Any) -> None:
-        items = ReviewItem.objects.pending().select_related("thread").order_by("created_at", "id")
+        items = (
+            ReviewItem.objects.pending()
+            .select_related("thread", "assignee", "claimed_by")
+            .order_by("created_at", "id")
+        )
         if graph is not None:
             names = registry.registered_names()
             if graph not in names and not items.filter(graph=graph).exists():

@@ -42,7 +42,8 @@ class Command(BaseCommand):
         "inbox (same validation, same audit). Tool reviews take --decisions (a JSON list, one "
         'decision per action request, e.g. \'[{"type": "approve"}]\'); interrupt() '
         "questions take --value (any JSON); breakpoints take --value null. Exit status 0 "
-        "when the decision is accepted, 1 when it is refused (the reason is printed)."
+        "when the decision (or one approval of several) is recorded, 1 when it is refused "
+        "(the reason is printed). --note keeps a private note for the audit."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -67,6 +68,14 @@ class Command(BaseCommand):
             "--decision-id",
             default=None,
             help="A client decision id; repeating the command with it does nothing twice.",
+        )
+        parser.add_argument(
+            "--note", default="", help="A private note for the audit (never sent to the run)."
+        )
+        parser.add_argument(
+            "--reason",
+            default="",
+            help="A preset rejection reason code (REVIEW_REJECTION_REASONS).",
         )
         parser.add_argument(
             "--json", action="store_true", dest="as_json", help="Print the outcome as JSON."
@@ -95,14 +104,16 @@ class Command(BaseCommand):
                 answer=answer,
                 problems=problems,
                 source=Decision.Source.COMMAND,
+                note=options["note"],
+                reason=options["reason"],
             )
         )
         if options["as_json"]:
             self.stdout.write(json.dumps(outcome.to_dict(), indent=2, sort_keys=True))
-        elif outcome.accepted:
-            run = outcome.decision.resume_run_id if outcome.decision else ""
-            self.stdout.write(f"{outcome.message} Item #{item.pk}; resume run {run}.")
-        if not outcome.accepted:
+        elif outcome.recorded:
+            run = f"; resume run {outcome.decision.resume_run_id}" if outcome.decision else ""
+            self.stdout.write(f"{outcome.message} Item #{item.pk}{run}.")
+        if not outcome.recorded:
             details = "".join(f"\n  - {p['message']}" for p in outcome.problems)
             raise CommandError(f"HTTP {outcome.status} {outcome.code}: {outcome.message}{details}")
 
