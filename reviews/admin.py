@@ -18,7 +18,7 @@ from django.http import HttpRequest
 from django.utils import timezone
 from django.utils.html import format_html
 
-from beamweaver_core.redaction import redact
+from beamweaver_core.redaction import redact, redact_text
 from reviews.models import (
     ApiToken,
     Approval,
@@ -110,6 +110,21 @@ class AuditEventAdmin(ReadOnlyAdmin):
     list_filter = ("action", "source", "graph")
     search_fields = ("thread_ref", "actor_name", "item_ref", "client_decision_id")
     date_hierarchy = "at"
+    # The answer, the edit diff and refusal messages can quote secrets a reviewer typed.
+    exclude = ("decision", "diff", "message")
+    readonly_fields = ("answer", "edit_diff", "details")
+
+    @admin.display(description="decision")
+    def answer(self, obj: AuditEvent) -> Any:
+        return _pretty(json.dumps(obj.decision))
+
+    @admin.display(description="diff")
+    def edit_diff(self, obj: AuditEvent) -> Any:
+        return _pretty(json.dumps(obj.diff))
+
+    @admin.display(description="message")
+    def details(self, obj: AuditEvent) -> str:
+        return redact_text(obj.message)
 
 
 @admin.register(Approval)

@@ -28,7 +28,10 @@ def executes(item: ReviewItem, answer: Any) -> bool:
     decisions = answer.get("decisions") if isinstance(answer, dict) else answer
     if not isinstance(decisions, list):
         return False
-    return any(isinstance(d, dict) and d.get("type") in EXECUTING_TYPES for d in decisions)
+    return any(
+        isinstance(d, dict) and isinstance(d.get("type"), str) and d["type"] in EXECUTING_TYPES
+        for d in decisions
+    )
 
 
 def applies(item: ReviewItem) -> bool:

@@ -27,6 +27,7 @@ from django_htmx.http import retarget
 
 from beamweaver_core.exceptions import BeamWeaverError
 from beamweaver_core.models import Run
+from beamweaver_core.redaction import redact, redact_text
 from beamweaver_core.runtime import service as runtime_service
 from reviews import batch, forms, inbox, partials, reasons, services, threads
 from reviews.models import AuditEvent, NotificationPreference, ReviewItem
@@ -323,7 +324,7 @@ class _Echo:
 
 
 def _csv_cell(value: Any) -> str:
-    text = "" if value is None else str(value)
+    text = "" if value is None else redact_text(str(value))
     # Spreadsheets run cells starting with these as formulas.
     return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
 
@@ -361,7 +362,7 @@ def _audit_csv(events: Any) -> StreamingHttpResponse:
             for column in _AUDIT_COLUMNS:
                 value = getattr(event, column)
                 if column in ("decision", "diff") and value is not None:
-                    value = canonical(value)
+                    value = canonical(redact(value))
                 elif column == "at":
                     value = value.isoformat()
                 values.append(_csv_cell(value))

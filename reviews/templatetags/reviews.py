@@ -3,6 +3,8 @@
 `visible` escapes text and turns every invisible or direction-changing character (control
 characters, bidi overrides, zero-width characters, other Unicode format characters) into
 a visible marker such as `[U+202E]`, so that what the reviewer reads is what executes.
+Both `visible` and `pretty_json` redact secret-shaped values (`beamweaver_core.redaction`):
+untrusted text can carry credentials, wherever a template shows it.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from django.utils.html import conditional_escape, format_html
 from django.utils.safestring import SafeString, mark_safe
 
 from reviews import analytics
+
+from beamweaver_core.redaction import redact, redact_text
 
 register = template.Library()
 
@@ -36,8 +40,8 @@ def is_invisible(char: str) -> bool:
 
 @register.filter
 def visible(value: Any) -> SafeString:
-    """Escaped text with invisible characters shown as `[U+XXXX]` markers."""
-    text = "" if value is None else str(value)
+    """Escaped, redacted text with invisible characters shown as `[U+XXXX]` markers."""
+    text = "" if value is None else redact_text(str(value))
     parts: list[str] = []
     start = 0
     for index, char in enumerate(text):
@@ -59,8 +63,8 @@ def has_invisible(value: Any) -> bool:
 
 @register.filter
 def pretty_json(value: Any) -> str:
-    """Indented JSON with sorted keys (plain text: escape it with `visible`)."""
-    return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False, default=repr)
+    """Indented, redacted JSON with sorted keys (plain text: escape it with `visible`)."""
+    return json.dumps(redact(value), indent=2, sort_keys=True, ensure_ascii=False, default=repr)
 
 
 @register.filter

@@ -110,13 +110,38 @@ def audit_view(item: ReviewItem) -> list[tuple[str, str, int | None, str]]:
 
 
 def dispatch_view(thread_id: str) -> list[Any]:
-    """What the thread's resume runs carry: the answers delivered to the graph."""
+    """What the thread's resume runs carry: the answers delivered to the graph (without
+    the execution bindings the inbox adds to approvals and edits; see `bindings`)."""
     return [
-        run.input
+        {iid: _unbound(answer) for iid, answer in (run.input or {}).items()}
         for run in Run.objects.filter(thread_id=thread_id, kind=Run.Kind.RESUME).order_by(
             "created_at"
         )
     ]
+
+
+def bindings(thread_id: str) -> list[str]:
+    """The execution digests the thread's resume runs bind approvals and edits to."""
+    return [
+        decision["binding"]
+        for run in Run.objects.filter(thread_id=thread_id, kind=Run.Kind.RESUME)
+        for answer in (run.input or {}).values()
+        if isinstance(answer, dict)
+        for decision in answer.get("decisions", [])
+        if "binding" in decision
+    ]
+
+
+def _unbound(answer: Any) -> Any:
+    if not isinstance(answer, dict) or not isinstance(answer.get("decisions"), list):
+        return answer
+    return {
+        **answer,
+        "decisions": [
+            {k: v for k, v in d.items() if k != "binding"} if isinstance(d, dict) else d
+            for d in answer["decisions"]
+        ],
+    }
 
 
 def executed(log: Path, thread_id: str | None = None) -> list[tuple[str, dict[str, Any]]]:

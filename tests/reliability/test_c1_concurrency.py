@@ -25,6 +25,7 @@ from tests.reliability.support import (
     REJECT,
     assert_each_action_ran_at_most_once,
     audit_view,
+    bindings,
     decide_race,
     dispatch_view,
     executed,
@@ -78,6 +79,7 @@ def test_two_reviewers_approving_at_the_same_instant_get_exactly_one_acceptance(
             ("refused", other, 409, "already_decided"),
         ]
         assert dispatch_view(item.thread_id) == [{item.interrupt_id: APPROVE}]
+        assert [len(b) for b in bindings(item.thread_id)] == [64]  # bound to what runs
         assert executed(effects_log, item.thread_id) == [("send_email", EMAIL)]
     assert Decision.objects.count() == ROUNDS
     assert Run.objects.filter(kind="resume", status="succeeded").count() == ROUNDS
