@@ -31,10 +31,6 @@ class ClaimOutcome:
     message: str
     item: ReviewItem | None = None
 
-    @property
-    def ok(self) -> bool:
-        return self.status == 200
-
 
 def _locked(item_id: Any, user: Any) -> ReviewItem | None:
     item = ReviewItem.objects.visible_to(user).select_for_update().filter(pk=item_id).first()

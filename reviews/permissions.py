@@ -59,10 +59,11 @@ def can_manage(user: Any) -> bool:
 
 
 def group_ids(user: Any) -> list[int]:
-    """The ids of the user's groups (read once per user object)."""
+    """The ids of the user's groups (read once per user object; prefetched groups are
+    used as they are)."""
     cached = getattr(user, "_bw_group_ids", None)
     if cached is None:
-        cached = sorted(user.groups.values_list("id", flat=True))
+        cached = sorted(group.pk for group in user.groups.all())
         user._bw_group_ids = cached
     return list(cached)
 
@@ -130,15 +131,24 @@ def decision_refusal(user: Any, item: Any, *, executes: bool) -> Refusal | None:
     return None
 
 
-def reviewers() -> QuerySet[Any]:
-    """Active users with the reviewer permission (directly, through a group, or as
-    superusers)."""
-    app, codename = REVIEW_PERMISSION.split(".")
+def _holders(permission: str) -> QuerySet[Any]:
+    app, codename = permission.split(".")
     ids = Permission.objects.filter(content_type__app_label=app, codename=codename)
     users = get_user_model().objects.filter(is_active=True)
     return users.filter(
         Q(is_superuser=True) | Q(user_permissions__in=ids) | Q(groups__permissions__in=ids)
     ).distinct()
+
+
+def reviewers() -> QuerySet[Any]:
+    """Active users with the reviewer permission (directly, through a group, or as
+    superusers), their groups prefetched."""
+    return _holders(REVIEW_PERMISSION).prefetch_related("groups")
+
+
+def manager_ids() -> set[int]:
+    """The ids of active users with the manager permission."""
+    return set(_holders(MANAGE_PERMISSION).values_list("pk", flat=True))
 
 
 def visible_threads(user: Any) -> Any:
@@ -179,6 +189,7 @@ __all__ = [
     "decision_refusal",
     "group_ids",
     "is_decider",
+    "manager_ids",
     "reviewer_required",
     "reviewers",
     "visible_items",

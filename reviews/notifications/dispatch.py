@@ -11,7 +11,7 @@ from django.urls import reverse
 from reviews import permissions
 from reviews.models import NotificationEvent, ReviewItem
 from reviews.notifications import channels, outbox
-from reviews.permissions import MANAGE_PERMISSION, is_decider
+from reviews.permissions import is_decider
 
 DEFAULT_BASE_URL = "http://localhost:8000"
 
@@ -22,10 +22,6 @@ def item_url(item: ReviewItem) -> str:
     return base + reverse("reviews:item", args=[item.pk])
 
 
-def _may_see(user: Any, item: ReviewItem) -> bool:
-    return is_decider(user, item) or bool(user.has_perm(MANAGE_PERMISSION))
-
-
 def audience(event: str, item: ReviewItem) -> list[Any]:
     """The users an event concerns (each may see the item)."""
     reviewers = list(permissions.reviewers().order_by("pk"))
@@ -34,7 +30,7 @@ def audience(event: str, item: ReviewItem) -> list[Any]:
     if event == NotificationEvent.ASSIGNED:
         chosen = [by_id.get(item.assignee_id)]
     elif event == NotificationEvent.ESCALATED:
-        chosen = [u for u in reviewers if item.escalation_group_id in _group_ids(u)]
+        chosen = [u for u in reviewers if item.escalation_group_id in permissions.group_ids(u)]
     elif event == NotificationEvent.REMINDER and any(named):
         chosen = [by_id.get(pk) for pk in named]
     elif event in (NotificationEvent.EXPIRED, NotificationEvent.DECIDED):
@@ -42,11 +38,8 @@ def audience(event: str, item: ReviewItem) -> list[Any]:
     else:
         chosen = [u for u in reviewers if is_decider(u, item)]
     unique = {u.pk: u for u in chosen if u is not None}
-    return [u for u in unique.values() if _may_see(u, item)]
-
-
-def _group_ids(user: Any) -> set[int]:
-    return set(user.groups.values_list("pk", flat=True))
+    managers = permissions.manager_ids()
+    return [u for u in unique.values() if u.pk in managers or is_decider(u, item)]
 
 
 def summary(event: str, item: ReviewItem) -> str:

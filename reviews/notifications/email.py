@@ -14,11 +14,10 @@ from reviews.models.notifications import default_email_events
 from reviews.notifications.channels import DeliveryError
 
 
-def wants_email(user: Any, event: str) -> bool:
-    """Whether `user` asked for email about `event` (defaults when they never chose)."""
+def wants_email(user: Any, event: str, preference: NotificationPreference | None) -> bool:
+    """Whether `user` asked for email about `event` (the defaults when they never chose)."""
     if not user.email:
         return False
-    preference = NotificationPreference.objects.filter(user=user).first()
     if preference is None:
         return event in default_email_events()
     return preference.email_enabled and event in preference.email_events
@@ -28,7 +27,9 @@ class EmailChannel:
     """Plain-text email with the deep link to the item."""
 
     def targets(self, event: str, item: ReviewItem, users: Sequence[Any]) -> list[str]:
-        return sorted({u.email for u in users if wants_email(u, event)})
+        with_email = [u for u in users if u.email]
+        chosen = {p.user_id: p for p in NotificationPreference.objects.filter(user__in=with_email)}
+        return sorted({u.email for u in with_email if wants_email(u, event, chosen.get(u.pk))})
 
     def send(self, message: OutboxMessage) -> None:
         body = render_to_string("reviews/notification_email.txt", {"message": message.payload})
