@@ -17,12 +17,12 @@ django_asgi_app = get_asgi_application()
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ChannelNameRouter, ProtocolTypeRouter, URLRouter  # noqa: E402
-from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
 from beamweaver_core.runtime.consumers import RunWorkerConsumer  # noqa: E402
 from beamweaver_core.runtime.groups import RUNS_CHANNEL  # noqa: E402
 from beamweaver_core.runtime.publish import serve_from  # noqa: E402
 from beamweaver_core.runtime.worker import inline_mode, process_worker  # noqa: E402
+from beamweaver_core.websocket_origin import SameOriginValidator  # noqa: E402
 from reviews.routing import websocket_urlpatterns  # noqa: E402
 
 
@@ -47,9 +47,7 @@ application = ServeFromThisLoop(
     ProtocolTypeRouter(
         {
             "http": django_asgi_app,
-            "websocket": AllowedHostsOriginValidator(
-                AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
-            ),
+            "websocket": SameOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
             "channel": ChannelNameRouter({RUNS_CHANNEL: RunWorkerConsumer.as_asgi()}),
         }
     )

@@ -16,9 +16,9 @@ def check_allowed_hosts(app_configs: Any, **kwargs: Any) -> list[checks.CheckMes
             checks.Error(
                 "ALLOWED_HOSTS contains a wildcard ('*' or a leading-dot pattern).",
                 hint=(
-                    "List every host name exactly. AllowedHostsOriginValidator trusts "
-                    "ALLOWED_HOSTS, so a wildcard lets any site open an authenticated "
-                    "websocket to the inbox."
+                    "List every host name exactly. The websocket origin check trusts "
+                    "ALLOWED_HOSTS, so with a wildcard a page on a domain rebound to this "
+                    "server could open an authenticated websocket to the inbox."
                 ),
                 id="beamweaver.E001",
             )

@@ -4,12 +4,15 @@ registered, and every test gets its own side-effects file."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import ExitStack
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from bench.hostile import effects
 from bench.hostile.agents import GRAPHS
+from tests.reliability.live import live_server
 from tests.reviews.conftest import _review_graphs  # noqa: F401  (registers the graphs)
 
 
@@ -32,3 +35,14 @@ def effects_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     path = tmp_path / "effects.jsonl"
     monkeypatch.setenv(effects.EFFECTS_ENV, str(path))
     return path
+
+
+@pytest.fixture(scope="module")
+def server(
+    django_db_setup: Any, django_db_blocker: Any, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[str]:
+    """The product's daphne on the test database for one test module; its base URL."""
+    with ExitStack() as stack:
+        with django_db_blocker.unblock():
+            base = stack.enter_context(live_server(tmp_path_factory.mktemp("server")))
+        yield base
