@@ -3,7 +3,7 @@
 `ledger_agent` proposes exactly the tool calls its first user message lists, turn by
 turn (JSON: `{"turns": [[{"name": ..., "args": {...}}, ...], ...]}`, or `{"calls": [...]}`
 for one turn), all calls of a turn in one review when they are reviewed, then says
-"Done.". Its model is a pure function of the conversation, so a run retried in another
+"Done." (or the plan's `"say"`: model output the tests control). Its model is a pure function of the conversation, so a run retried in another
 process proposes the same calls with the same ids, and the idempotency keys of the
 retried calls are the same.
 
@@ -104,12 +104,14 @@ TOOLS = (
 )
 
 
+def _plan(messages: Sequence[Message]) -> dict[str, Any]:
+    first = next((m for m in messages if m.role == "user"), None)
+    return dict(json.loads(first.content)) if first is not None else {}
+
+
 def planned_calls(messages: Sequence[Message]) -> list[ToolCall]:
     """The calls of the next turn (ids `t<turn>-c<index>`), or none when the plan is done."""
-    first = next((m for m in messages if m.role == "user"), None)
-    if first is None:
-        return []
-    plan = json.loads(first.content)
+    plan = _plan(messages)
     turns = plan.get("turns") or [plan.get("calls") or []]
     turn = sum(1 for m in messages if m.role == "assistant")
     if turn >= len(turns):
@@ -121,20 +123,25 @@ def planned_calls(messages: Sequence[Message]) -> list[ToolCall]:
 
 
 class PlanModel(ChatModel):
-    """Proposes the planned calls turn by turn, then answers "Done."."""
+    """Proposes the planned calls turn by turn, then answers the plan's `say` ("Done.")."""
 
     provider = "hostile"
     model_name = "plan"
 
     def invoke(self, messages: Sequence[Message], *, tools: Sequence[ToolSpec] = ()) -> Message:
         calls = planned_calls(messages)
-        return Message.assistant("", calls) if calls else Message.assistant("Done.")
+        if calls:
+            return Message.assistant("", calls)
+        return Message.assistant(str(_plan(messages).get("say") or "Done."))
 
 
-def agent_input(*turns: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """The run input asking `ledger_agent` to propose each turn's calls in turn."""
-    plan = json.dumps({"turns": [list(calls) for calls in turns]})
-    return {"messages": [{"role": "user", "content": plan}]}
+def agent_input(*turns: Sequence[dict[str, Any]], say: str | None = None) -> dict[str, Any]:
+    """The run input asking `ledger_agent` to propose each turn's calls in turn, then to
+    answer `say`."""
+    plan: dict[str, Any] = {"turns": [list(calls) for calls in turns]}
+    if say is not None:
+        plan["say"] = say
+    return {"messages": [{"role": "user", "content": json.dumps(plan)}]}
 
 
 ledger_agent = Agent.build(
