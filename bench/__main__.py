@@ -129,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     facts: dict[str, Any] = {"versions": env.versions(), "machine": env.machine()}
     if postgres_reason is None and any(c.postgres or c.live for c in configs):
         facts["postgres"] = pg.server_facts()
-    cpu_before = env.foreign_cpu_snapshot()
+    monitor = env.LoadMonitor().start()
     records: list[dict[str, Any]] = []
 
     with out.open("a") as sink:
@@ -160,9 +160,7 @@ def main(argv: list[str] | None = None) -> int:
         load: dict[str, Any] = {
             "before": load_before,
             "after": env.load(),
-            "other_processes_cpu_s": env.foreign_cpu_seconds(
-                cpu_before, env.foreign_cpu_snapshot()
-            ),
+            "during": monitor.stop(),
             "wall_s": round(time.perf_counter() - wall0, 1),
         }
         results = report.group(records)
@@ -189,10 +187,13 @@ def main(argv: list[str] | None = None) -> int:
         f"{machine['cores_logical']} cores, {machine['ram_gb']} GB · Postgres "
         f"{facts.get('postgres', {}).get('server_version', 'n/a')}"
     )
+    during = load["during"]
+    foreign = ", ".join(f"{label} {spent} s" for label, spent in during["foreign_top"][:3])
     print(
-        f"load: before {load_before['load1']} (cpu busy {load_before['cpu_busy_pct']}%), "
-        f"after {load['after']['load1']}; other processes used {load['other_processes_cpu_s']} "
-        f"CPU-s during the {load['wall_s']} s run · results: {out}\n"
+        f"load1: before {load_before['load1']}, during {during['load1_min']}.."
+        f"{during['load1_max']} (median {during['load1_median']}), after "
+        f"{load['after']['load1']} · CPU-s in the {load['wall_s']} s run: {during['cpu_s']}"
+        f"{f' (foreign: {foreign})' if foreign else ''} · results: {out}\n"
     )
     if quick:
         print("quick mode: tiny sizes to check the harness; these numbers are not a benchmark.\n")

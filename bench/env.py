@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import platform
 import subprocess
+import threading
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
@@ -96,24 +97,119 @@ def load() -> dict[str, float]:
     }
 
 
-def foreign_cpu_snapshot() -> dict[int, float]:
-    """CPU seconds used so far by each process other than this one and the Postgres server.
+def _label(proc: Any) -> str:
+    """A short name for a process: its command line's first words."""
+    try:
+        words = [os.path.basename(w) if i == 0 else w for i, w in enumerate(proc.cmdline()[:4])]
+    except Exception:  # the process is gone, or not ours to read
+        return "?"
+    return " ".join(words)[:80] or proc.name()
 
-    Two snapshots bracket a run; their difference (`foreign_cpu_seconds`) says how much
-    other work competed for the cores (Postgres is left out: it works for the benchmark).
+
+def _postgres_role(cmdline: str) -> str:
+    """`own` for a backend serving a benchmark database (`bench*`), `foreign` for another
+    database's backend, `shared` for the server's own processes (WAL writer, ...)."""
+    parts = cmdline.split()
+    if len(parts) >= 5 and ":" in parts[1]:  # postgres: 15/main: user database host ...
+        return "own" if parts[3].startswith("bench") else "foreign"
+    return "shared"
+
+
+class LoadMonitor:
+    """What else ran on the machine during a benchmark run, sampled every `interval` s.
+
+    A thread samples the 1-minute load average and the CPU time of every process, sorted
+    into this run's (this process and its descendants, and Postgres backends serving the
+    benchmark databases `bench*`), Postgres's shared processes, and everything else
+    ("foreign": other users' tests, browsers, their database backends). A process that
+    starts and ends between two samples is missed, so foreign CPU is a lower bound; this
+    run's own processes are counted exactly (`getrusage` of this process and its children).
     """
-    import psutil
 
-    own = os.getpid()
-    seen: dict[int, float] = {}
-    for proc in psutil.process_iter(["name", "cpu_times"]):
-        times = proc.info.get("cpu_times")
-        if proc.pid == own or times is None or (proc.info.get("name") or "").startswith("postgres"):
-            continue
-        seen[proc.pid] = times.user + times.system
-    return seen
+    def __init__(self, interval: float = 5.0) -> None:
+        self.interval = interval
+        self.loads: list[float] = []
+        self._seen: dict[int, tuple[str, str, float]] = {}
+        self._spent: dict[str, float] = {}
+        self._baseline: dict[int, float] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="bench-load", daemon=True)
 
+    def _classify(self, proc: Any, own_pid: int) -> tuple[str, str]:
+        name = proc.info.get("name") or ""
+        if name.startswith("postgres"):
+            cmdline = " ".join(proc.info.get("cmdline") or [])
+            role = _postgres_role(cmdline)
+            return role, "postgres backends (other databases)" if role == "foreign" else name
+        try:
+            if proc.pid == own_pid or any(p.pid == own_pid for p in proc.parents()):
+                return "own", "benchmark"
+        except Exception:  # gone meanwhile
+            return "foreign", "?"
+        return "foreign", _label(proc)
 
-def foreign_cpu_seconds(before: dict[int, float], after: dict[int, float]) -> float:
-    """CPU seconds other processes used between two `foreign_cpu_snapshot`s."""
-    return round(sum(cpu - before.get(pid, 0.0) for pid, cpu in after.items()), 1)
+    def _sample(self, first: bool) -> None:
+        import psutil
+
+        own_pid = os.getpid()
+        self.loads.append(round(os.getloadavg()[0], 2))
+        for proc in psutil.process_iter(["name", "cmdline", "cpu_times"]):
+            times = proc.info.get("cpu_times")
+            if times is None:
+                continue
+            cpu = times.user + times.system
+            if first:
+                self._baseline[proc.pid] = cpu
+            known = self._seen.get(proc.pid)
+            role, label = (known[0], known[1]) if known else self._classify(proc, own_pid)
+            previous = known[2] if known else self._baseline.get(proc.pid, 0.0)
+            key = f"{role}\t{label}"
+            self._spent[key] = self._spent.get(key, 0.0) + max(0.0, cpu - previous)
+            self._seen[proc.pid] = (role, label, cpu)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval):
+            self._sample(first=False)
+
+    @staticmethod
+    def _rusage() -> float:
+        """CPU seconds of this process and its waited-for descendants (workers, servers)."""
+        import resource
+
+        total = 0.0
+        for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN):
+            usage = resource.getrusage(who)
+            total += usage.ru_utime + usage.ru_stime
+        return total
+
+    def start(self) -> LoadMonitor:
+        self._own_start = self._rusage()
+        self._sample(first=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> dict[str, Any]:
+        """The load samples' summary and CPU seconds by owner (foreign: top 8 commands)."""
+        self._stop.set()
+        self._thread.join()
+        self._sample(first=False)
+        # This process and its descendants, exactly (sampling misses short-lived workers).
+        by_role: dict[str, float] = {"own": self._rusage() - self._own_start}
+        foreign: dict[str, float] = {}
+        for key, spent in self._spent.items():
+            role, label = key.split("\t", 1)
+            if label == "benchmark":
+                continue
+            by_role[role] = by_role.get(role, 0.0) + spent
+            if role == "foreign":
+                foreign[label] = foreign.get(label, 0.0) + spent
+        loads = sorted(self.loads)
+        top = sorted(foreign.items(), key=lambda kv: kv[1], reverse=True)[:8]
+        return {
+            "load1_min": loads[0],
+            "load1_median": loads[len(loads) // 2],
+            "load1_max": loads[-1],
+            "samples": len(loads),
+            "cpu_s": {role: round(spent, 1) for role, spent in sorted(by_role.items())},
+            "foreign_top": [[label, round(spent, 1)] for label, spent in top],
+        }
