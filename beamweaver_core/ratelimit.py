@@ -4,6 +4,7 @@
 
 - `reviews:decide`: each reviewer may POST `RATE_DECISIONS` decisions per window (default
   20 per 10 seconds); beyond that, 429 with `Retry-After`. Other reviewers are unaffected.
+  The JSON API's decisions (`reviews:api:decisions`) get the same limit per API token.
 - `login`: a username that failed to log in `LOGIN_LOCKOUT` times from one address (default
   5 within 15 minutes) is locked out from that address until the window ends (429 with
   `Retry-After`, even with the right password); a successful login clears the count.
@@ -31,7 +32,7 @@ from django.conf import settings
 from django.contrib.auth.signals import user_logged_in, user_login_failed
 from django.core.cache import cache
 from django.dispatch import receiver
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 
 logger = logging.getLogger(__name__)
 
@@ -149,13 +150,16 @@ def _on_logged_in(sender: Any, request: Any, user: Any, **kwargs: Any) -> None:
     clear_failures(user.get_username(), client_address(request))
 
 
-def too_many(message: str, retry_after: int) -> HttpResponse:
-    """429 with `Retry-After` and a message that says when to try again."""
-    response = HttpResponse(
-        f"{message} Try again in {retry_after} second{'s' if retry_after != 1 else ''}.",
-        status=429,
-        content_type="text/plain; charset=utf-8",
-    )
+def too_many(message: str, retry_after: int, *, as_json: bool = False) -> HttpResponse:
+    """429 with `Retry-After` and a message that says when to try again (as the API's
+    error JSON when `as_json`)."""
+    text = f"{message} Try again in {retry_after} second{'s' if retry_after != 1 else ''}."
+    response: HttpResponse
+    if as_json:
+        body = {"status": 429, "code": "rate_limited", "message": text}
+        response = JsonResponse(body, status=429)
+    else:
+        response = HttpResponse(text, status=429, content_type="text/plain; charset=utf-8")
     response["Retry-After"] = str(retry_after)
     return response
 
@@ -179,6 +183,11 @@ class RateLimitMiddleware:
             wait = hit("decide", str(request.user.pk), configured("RATE_DECISIONS"))
             if wait is not None:
                 return too_many("Too many decisions in a short time.", wait)
+        elif name == "reviews:api:decisions":
+            token = request.headers.get("Authorization", "")[:512]
+            wait = hit("api-decide", token, configured("RATE_DECISIONS"))
+            if wait is not None:
+                return too_many("Too many decisions in a short time.", wait, as_json=True)
         elif name == "login":
             address = client_address(request)
             wait = hit("login", address, configured("RATE_LOGINS"))

@@ -5,8 +5,9 @@ A review item stores the interrupt value once, in canonical JSON (sorted keys, n
 and its digest is the SHA-256 of that text: what the reviewer saw. Everything a reviewer
 sends back (edited arguments, a JSON answer) is parsed by `parse_json`, which enforces
 size, nesting depth and number limits before or while parsing (so a 1,000-level array is
-a refusal, never a `RecursionError`), then checked by `check_value` for what Postgres
-cannot store (NUL, lone surrogates) and what JSON cannot carry (NaN, infinities).
+a refusal, never a `RecursionError`) and refuses an object with a key twice (parsers
+disagree on which value wins), then checked by `check_value` for what Postgres cannot
+store (NUL, lone surrogates) and what JSON cannot carry (NaN, infinities).
 """
 
 from __future__ import annotations
@@ -102,6 +103,18 @@ def _parse_constant(name: str) -> Any:
     raise PayloadError(f"{name} is not valid JSON; send a finite number or a string.")
 
 
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    seen: set[str] = set()
+    for key, _ in pairs:
+        if key in seen:
+            raise PayloadError(
+                f"The key {key[:40]!r} appears twice in one object; which value was meant is "
+                "ambiguous. Keep one."
+            )
+        seen.add(key)
+    return dict(pairs)
+
+
 def parse_json(text: str, *, what: str = "The answer", max_bytes: int = MAX_ANSWER_BYTES) -> Any:
     """Parse a reviewer's JSON within the limits; `PayloadError` says what is wrong."""
     if len(text.encode("utf-8", "surrogatepass")) > max_bytes:
@@ -110,6 +123,7 @@ def parse_json(text: str, *, what: str = "The answer", max_bytes: int = MAX_ANSW
     try:
         value = json.loads(
             text,
+            object_pairs_hook=_unique_keys,
             parse_int=_parse_int,
             parse_float=_parse_float,
             parse_constant=_parse_constant,

@@ -9,6 +9,7 @@ pushes can replay them from Postgres.
 from __future__ import annotations
 
 import dataclasses
+import math
 import threading
 from collections.abc import Mapping
 from datetime import datetime
@@ -24,12 +25,18 @@ _MAX_TEXT = 20_000
 
 
 def to_display(value: Any, depth: int = 0) -> Any:
-    """JSON data for showing `value` (engine objects as their plain dicts), redacted."""
+    """JSON data for showing `value` (engine objects as their plain dicts), storable in
+    Postgres whatever the run produced: NUL and lone surrogates become U+FFFD, NaN and
+    infinities their names (the checkpoint itself refuses such values; the event that
+    reports them must still be written, or the run could not even fail)."""
     if depth > 20:
         return "…"
+    if isinstance(value, float) and not math.isfinite(value):
+        return repr(value)
     if value is None or isinstance(value, bool | int | float):
         return value
     if isinstance(value, str):
+        value = _storable(value)
         return (
             value
             if len(value) <= _MAX_TEXT
@@ -43,10 +50,17 @@ def to_display(value: Any, depth: int = 0) -> Any:
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return to_display(dataclasses.asdict(value), depth + 1)
     if isinstance(value, Mapping):
-        return {str(k): to_display(v, depth + 1) for k, v in value.items()}
+        return {_storable(str(k)): to_display(v, depth + 1) for k, v in value.items()}
     if isinstance(value, list | tuple | set | frozenset):
         return [to_display(v, depth + 1) for v in value]
     return repr(value)
+
+
+def _storable(text: str) -> str:
+    text = text.replace("\x00", "\ufffd")
+    if any("\ud800" <= char <= "\udfff" for char in text):
+        text = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
 
 
 def envelope_record(envelope: Envelope) -> dict[str, Any]:

@@ -55,6 +55,8 @@ NOTIFY_SCHEMA: dict[str, Any] = {
     "required": ["text"],
     "additionalProperties": False,
 }
+RECORD_SCHEMA: dict[str, Any] = {"type": "object"}
+"""`store_record` takes any JSON object: hostile shapes reach the checkpoint as they are."""
 WIRE_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
@@ -72,6 +74,7 @@ INTERRUPT_ON: dict[str, Any] = {
     "remove_file": True,
     "fetch_file": False,
     "wire_funds": {"allowed_decisions": ["approve", "reject"]},
+    "store_record": {"allowed_decisions": ["approve", "reject"]},
 }
 
 
@@ -101,6 +104,7 @@ TOOLS = (
     _EffectTool("remove_file", PATH_SCHEMA),
     _EffectTool("fetch_file", PATH_SCHEMA),
     _EffectTool("wire_funds", WIRE_SCHEMA, at_most_once=True),
+    _EffectTool("store_record", RECORD_SCHEMA),
 )
 
 

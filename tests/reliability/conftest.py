@@ -14,7 +14,10 @@ from bench.hostile import effects
 from bench.hostile.agents import GRAPHS
 from tests.browser.conftest import browser  # noqa: F401  (Chromium for the browser tests)
 from tests.reliability.live import live_server
-from tests.reviews.conftest import _review_graphs  # noqa: F401  (registers the graphs)
+from tests.reviews.conftest import (  # noqa: F401  (fixtures: the graphs, a reviewer)
+    _review_graphs,
+    alice,
+)
 
 
 @pytest.fixture(autouse=True)

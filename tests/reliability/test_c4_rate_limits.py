@@ -12,7 +12,7 @@ from django.core.cache import cache
 from django.test import Client
 
 from beamweaver_core import ratelimit
-from reviews.models import AuditEvent
+from reviews.models import ApiToken, AuditEvent
 from tests.reliability.support import pause_agent
 from tests.reviews.conftest import PASSWORD, client_for, make_reviewer
 
@@ -20,9 +20,13 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture(autouse=True)
-def _fresh_counters() -> Iterator[None]:
+def _fresh_counters(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[float]]:
+    """Empty counters, and a clock that stands still at the start of a window (a test
+    crossing a window boundary would otherwise see its count reset midway)."""
+    now = [1_000_000_020.0]
+    monkeypatch.setattr(ratelimit.time, "time", lambda: now[0])
     cache.clear()
-    yield
+    yield now
     cache.clear()
 
 
@@ -58,12 +62,32 @@ def test_a_flood_of_decisions_from_one_reviewer_is_429_and_others_are_unaffected
     assert client_for(bob).post(f"/items/{theirs.pk}/decide/", bob_data).status_code in (302, 422)
 
 
-def test_the_decision_window_reopens(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_api_decisions_are_limited_per_token() -> None:
+    """The JSON API's decision endpoint has the same limit, per token, answered as JSON."""
+    alice, bob = make_reviewer("alice"), make_reviewer("bob")
+    item = pause_agent(thread_id="api-flood")
+    _, mine = ApiToken.objects.issue(alice, "flood")
+    _, theirs = ApiToken.objects.issue(bob, "other")
+    url = f"/api/v1/items/{item.pk}/decisions/"
+
+    def post(secret: str) -> Any:
+        return Client().post(
+            url, "{}", content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {secret}"
+        )
+
+    statuses = [post(mine).status_code for _ in range(25)]
+    blocked = post(mine)
+
+    assert 429 not in statuses[:20] and statuses[20:] == [429] * 5
+    assert blocked.json()["code"] == "rate_limited" and int(blocked["Retry-After"]) >= 1
+    assert post(theirs).status_code == 422
+
+
+def test_the_decision_window_reopens(_fresh_counters: list[float]) -> None:
     alice = make_reviewer("alice")
     item = pause_agent(thread_id="window")
     client = client_for(alice)
-    now = [1_000_000.0]
-    monkeypatch.setattr(ratelimit.time, "time", lambda: now[0])
+    now = _fresh_counters
     for _ in range(20):
         client.post(f"/items/{item.pk}/decide/", {"digest": item.digest})
 
@@ -90,10 +114,9 @@ def test_repeated_wrong_passwords_lock_that_username_out_and_no_one_else() -> No
     assert (bob.status_code, bob["Location"]) == (302, "/")
 
 
-def test_a_lockout_ends_and_a_success_clears_the_count(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_lockout_ends_and_a_success_clears_the_count(_fresh_counters: list[float]) -> None:
     make_reviewer("alice")
-    now = [2_000_000.0]
-    monkeypatch.setattr(ratelimit.time, "time", lambda: now[0])
+    now = _fresh_counters
     for i in range(5):
         login(Client(), "alice", f"wrong-{i}")
     assert login(Client(), "alice", PASSWORD).status_code == 429
