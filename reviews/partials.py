@@ -125,7 +125,7 @@ def thread_context(thread: Thread, user: Any) -> dict[str, Any]:
         ReviewItem.objects.visible_to(user).filter(thread=thread).order_by("-created_at", "-id")
     )
     decisions = list(
-        Decision.objects.filter(item__thread=thread)
+        Decision.objects.filter(item__in=items)
         .select_related("user", "item")
         .order_by("-created_at")
     )

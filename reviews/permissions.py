@@ -4,6 +4,9 @@ service ask here, so a rule changes in one module.
 Deny by default: without the `reviews.review` permission a user sees nothing, and an item
 or thread the user may not see answers exactly like one that does not exist (404).
 
+A thread, and the audit events of an item, are hidden along with any item the user may not
+see (they show what the item reviews).
+
 An item's deciders come from the review policy copied onto it (`reviews.policies`):
 members of its reviewer groups, its allowed responders, its assignee, and, once it was
 escalated, members of the escalation group. An item with no groups and no responders can
@@ -151,9 +154,32 @@ def manager_ids() -> set[int]:
     return set(_holders(MANAGE_PERMISSION).values_list("pk", flat=True))
 
 
+def _hidden_item_ids(user: Any) -> QuerySet[Any]:
+    # Imported here: the models import this module (ReviewItem.objects.visible_to).
+    from reviews.models import ReviewItem
+
+    return ReviewItem.objects.exclude(_decider_filter(user))
+
+
 def visible_threads(user: Any) -> Any:
-    """The threads `user` may see (a queryset; empty without the permission)."""
-    return Thread.objects.all() if can_review(user) else Thread.objects.none()
+    """The threads `user` may see (a queryset; empty without the permission): all of them
+    for managers; for other reviewers, those without a review item they may not see (a
+    thread's state and history show what its items review)."""
+    if not can_review(user):
+        return Thread.objects.none()
+    if can_manage(user):
+        return Thread.objects.all()
+    return Thread.objects.exclude(id__in=_hidden_item_ids(user).values("thread_id"))
+
+
+def visible_audit(user: Any, events: QuerySet[Any]) -> QuerySet[Any]:
+    """The audit events `user` may read: those of items they may see, and those of no
+    item (attempts on items that do not exist)."""
+    if not can_review(user):
+        return events.none()
+    if can_manage(user):
+        return events
+    return events.exclude(item__in=_hidden_item_ids(user))
 
 
 def can_see_thread(user: Any, thread_id: str) -> bool:
@@ -192,6 +218,7 @@ __all__ = [
     "manager_ids",
     "reviewer_required",
     "reviewers",
+    "visible_audit",
     "visible_items",
     "visible_threads",
 ]

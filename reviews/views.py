@@ -31,7 +31,7 @@ from beamweaver_core.redaction import redact, redact_text
 from beamweaver_core.runtime import service as runtime_service
 from reviews import batch, forms, inbox, partials, reasons, services, threads
 from reviews.models import AuditEvent, NotificationPreference, ReviewItem
-from reviews.permissions import reviewer_required, visible_threads
+from reviews.permissions import reviewer_required, visible_audit, visible_threads
 
 AUDIT_PAGE_SIZE = 50
 
@@ -286,7 +286,7 @@ def _audit_events(request: HttpRequest) -> tuple[Any, dict[str, str]]:
         key: str(request.GET.get(key, "")).strip()[:200]
         for key in ("actor", "action", "thread", "graph", "item")
     }
-    events = AuditEvent.objects.select_related("actor").all()
+    events = visible_audit(request.user, AuditEvent.objects.select_related("actor"))
     if filters["actor"]:
         events = events.filter(actor_name=filters["actor"])
     if filters["action"]:

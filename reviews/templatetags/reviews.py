@@ -19,9 +19,8 @@ from django.utils import timezone
 from django.utils.html import conditional_escape, format_html
 from django.utils.safestring import SafeString, mark_safe
 
-from reviews import analytics
-
 from beamweaver_core.redaction import redact, redact_text
+from reviews import analytics
 
 register = template.Library()
 

@@ -169,3 +169,20 @@ def test_a_group_restricted_item_is_invisible_to_other_reviewers(settings: Any) 
     assert client_for(insider).get(f"/items/{item.pk}/").status_code == 200
     assert client_for(outsider).get(f"/items/{item.pk}/").status_code == 404
     assert f"item-row-{item.pk}" not in client_for(outsider).get("/").content.decode()
+
+
+def test_a_restricted_items_thread_and_audit_are_hidden_from_other_reviewers(
+    settings: Any,
+) -> None:
+    use_policies(settings, {"name": "p", "groups": ["finance"]})
+    outsider = make_reviewer("outsider")
+    insider = make_reviewer("insider")
+    item = pause()
+    insider.groups.add(Group.objects.get(name="finance"))
+
+    assert client_for(outsider).get(f"/threads/{item.thread_id}/").status_code == 404
+    assert client_for(insider).get(f"/threads/{item.thread_id}/").status_code == 200
+    outsider_audit = client_for(outsider).get("/audit/").content.decode()
+    insider_audit = client_for(insider).get("/audit/").content.decode()
+    assert f"item #{item.pk}" not in outsider_audit
+    assert f"item #{item.pk}" in insider_audit
