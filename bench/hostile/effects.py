@@ -23,6 +23,17 @@ EFFECTS_ENV = "BEAMWEAVER_EFFECTS"
 PAUSE_ENV = "BEAMWEAVER_EFFECT_PAUSE"
 """Seconds a tool sleeps after its effect and before returning (a kill lands there)."""
 
+CRASH_ENV = "BEAMWEAVER_EFFECT_CRASH"
+"""A tool name, or `*` for any: that tool raises `SimulatedCrash` right after its effect
+(in process)."""
+
+
+class SimulatedCrash(BaseException):
+    """The worker "dies" after a side effect and before its result is recorded.
+
+    A `BaseException`, like the `SystemExit` of a killed process: no `except Exception`
+    in the engine records anything on its way out."""
+
 
 def record(
     tool: str, key: str, args: dict[str, Any], *, thread: str | None, idempotent: bool = True
@@ -42,6 +53,8 @@ def record(
     pause = float(os.environ.get(PAUSE_ENV) or 0)
     if pause:
         time.sleep(pause)
+    if os.environ.get(CRASH_ENV) in (tool, "*"):
+        raise SimulatedCrash(f"crashed after the effect of {tool} ({key[:12]})")
     return answer
 
 
@@ -73,4 +86,4 @@ def counts(path: Path) -> Counter[str]:
     return Counter(effect["key"] for effect in read(path))
 
 
-__all__ = ["EFFECTS_ENV", "PAUSE_ENV", "counts", "read", "record"]
+__all__ = ["CRASH_ENV", "EFFECTS_ENV", "PAUSE_ENV", "SimulatedCrash", "counts", "read", "record"]

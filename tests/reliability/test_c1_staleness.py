@@ -5,12 +5,14 @@ completed, and threads with several pending interrupts."""
 from __future__ import annotations
 
 import uuid
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 from django.core.management import CommandError, call_command
 from django.db import transaction
+from django.utils import timezone
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -18,6 +20,7 @@ from beamweaver_core.checkpoint import PostgresCheckpointer
 from beamweaver_core.models import Run
 from beamweaver_core.runtime import registry, service
 from beamweaver_core.types import Interrupt
+from reviews import deadlines
 from reviews.models import Decision, ReviewItem
 from reviews.receivers import on_run_paused
 from reviews.services import decide
@@ -148,8 +151,12 @@ def test_deciding_after_the_item_ended_is_gone_and_runs_nothing(
     if ending == "cancelled":
         service.cancel_run(item.run_id)
     elif ending == "expired":
-        # No TTL sweeper exists; an operator (or a future one) marks the item expired.
-        ReviewItem.objects.filter(pk=item.pk).update(status="expired", status_reason="deadline")
+        # Its deadline passed with `on_expiry: reject`: the workers' sweep expires it.
+        ReviewItem.objects.filter(pk=item.pk).update(
+            policy={"on_expiry": "reject"}, due_at=timezone.now() - timedelta(seconds=1)
+        )
+        assert deadlines.sweep().expired == 1
+        run_queued()
     else:
         # An operator script resumes the thread directly (the run then completes without
         # this item's answer).
