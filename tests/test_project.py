@@ -69,5 +69,7 @@ def test_ci_runs_the_readme_test_command_verbatim() -> None:
 
 def test_the_readme_engine_example_runs_as_written() -> None:
     readme = (ROOT / "README.md").read_text()
-    example = readme.split("## The engine in thirty lines")[1].split("```python\n")[1].split("\n```")[0]
+    example = (
+        readme.split("## The engine in thirty lines")[1].split("```python\n")[1].split("\n```")[0]
+    )
     exec(compile(example, "README.md", "exec"), {})  # our own documentation

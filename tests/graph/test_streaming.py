@@ -135,7 +135,13 @@ def test_on_event_receives_envelopes_live_without_collecting_them() -> None:
     seen: list[str] = []
     graph = Graph().add_node("a", lambda s: {"v": 1}).add_edge(START, "a").compile()
     result = graph.invoke({}, on_event=lambda e: seen.append(e.event))
-    assert seen == ["run.started", "node.started", "node.finished", "state.updated", "run.completed"]
+    assert seen == [
+        "run.started",
+        "node.started",
+        "node.finished",
+        "state.updated",
+        "run.completed",
+    ]
     assert result.events == []
 
 

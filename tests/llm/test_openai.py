@@ -552,7 +552,7 @@ def test_403_raises_authentication_error(fake_api: Any) -> None:
 
 
 def test_400_raises_provider_error_with_the_servers_reason(fake_api: Any) -> None:
-    reason = "Invalid parameter: messages with role 'tool' must be a response to a preceding message with 'tool_calls'."  # noqa: E501
+    reason = "Invalid parameter: messages with role 'tool' must be a response to a preceding message with 'tool_calls'."
     api = fake_api(fake_api.json(error_body(reason, "invalid_request_error", None), status=400))
     with pytest.raises(ModelProviderError) as info:
         model_for(api).invoke(HELLO)
