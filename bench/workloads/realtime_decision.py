@@ -1,9 +1,12 @@
 """Workload 7b, decision POST → resume run started, on the live server.
 
 Setup: `warmup + decisions` runs of a graph that pauses at once are started (through the
-start-run form) and left pending. Then the reviewer approves them one by one at `rate`
-per second, open loop, each with the POST the item page's htmx form sends (CSRF token,
-interrupt id, the digest it showed, a fresh client decision id). For every decision:
+start-run form, by the requesting user) and left pending. Then `reviewers` other users
+(nobody may approve a run they started) approve them in turn at `rate` per second
+overall, open loop, each with the POST the item page's htmx form sends (CSRF token,
+interrupt id, the digest it showed, a fresh client decision id). Spreading the decisions
+over reviewers keeps each under the product's rate limit (20 decisions per 10 s per
+reviewer), as a team would be. For every decision:
 
 - POST latency: from sending the request to its answer (the decision panel);
 - POST → resume started: the resume run's `started_at` (set by the claim, Postgres
@@ -22,6 +25,7 @@ from typing import Any
 
 from bench import pg
 from bench.live import load
+from bench.live.session import Reviewer, create_reviewer
 from bench.live.spy import ServerProfile
 from bench.live.stack import Stack, live_stack
 from bench.stats import summarize_ms
@@ -32,6 +36,7 @@ DEFAULTS = {
     "rate": 5.0,
     "warmup": 20,
     "clients": 1,
+    "reviewers": 5,
     "setup_rate": 20.0,
     "drain_s": 30.0,
     "spy": "",
@@ -48,6 +53,10 @@ SELECT d.client_decision_id, extract(epoch FROM r.started_at)::float8,
   FROM bw_review_decision d JOIN bw_run r ON r.id = d.resume_run_id
  WHERE d.client_decision_id = ANY(%s)
 """
+_OUTCOMES = """
+SELECT r.status, count(*) FROM bw_review_decision d JOIN bw_run r ON r.id = d.resume_run_id
+ WHERE d.client_decision_id = ANY(%s) GROUP BY r.status
+"""
 _STARTED = """
 SELECT count(*) FROM bw_review_decision d JOIN bw_run r ON r.id = d.resume_run_id
  WHERE d.client_decision_id = ANY(%s) AND r.started_at IS NOT NULL
@@ -55,12 +64,14 @@ SELECT count(*) FROM bw_review_decision d JOIN bw_run r ON r.id = d.resume_run_i
 
 
 async def _decide_all(
-    stack: Stack, items: list[dict[str, Any]], rate: float
+    stack: Stack, deciders: list[Reviewer], items: list[dict[str, Any]], rate: float
 ) -> tuple[list[load.Sent], float]:
     base = stack.server.base
     async with load.client(base) as http:
         return await load.paced(
-            rate, len(items), lambda i: load.decide(http, stack.reviewer, base, items[i])
+            rate,
+            len(items),
+            lambda i: load.decide(http, deciders[i % len(deciders)], base, items[i]),
         )
 
 
@@ -81,7 +92,8 @@ def _measure(stack: Stack, p: dict[str, Any]) -> dict[str, Any]:
             {"id": r[0], "interrupt_id": r[1], "digest": r[2]}
             for r in conn.execute(_PENDING_ITEMS).fetchall()
         ]
-    warm, _ = asyncio.run(_decide_all(stack, items[:warmup], float(p["rate"])))
+    deciders = [create_reviewer(f"bench-decider-{k}") for k in range(int(p["reviewers"]))]
+    warm, _ = asyncio.run(_decide_all(stack, deciders, items[:warmup], float(p["rate"])))
     _wait_started(url, warm, 30)
     time.sleep(1.0)
 
@@ -91,12 +103,14 @@ def _measure(stack: Stack, p: dict[str, Any]) -> dict[str, Any]:
         else None
     )
     cpu_before = stack.cpu_seconds()
-    sent, behind = asyncio.run(_decide_all(stack, items[warmup:], float(p["rate"])))
+    sent, behind = asyncio.run(_decide_all(stack, deciders, items[warmup:], float(p["rate"])))
     started = _wait_started(url, sent, float(p["drain_s"]))
     cpu_after = stack.cpu_seconds()
     profiles = spy.stop() if spy else []
 
+    time.sleep(1.0)  # let the last resumed runs finish
     with pg.connect(url) as conn:
+        outcomes = dict(conn.execute(_OUTCOMES, ([s.ref for s in sent],)).fetchall())
         resumes = {
             r[0]: (r[1], r[2]) for r in conn.execute(_RESUMES, ([s.ref for s in sent],)).fetchall()
         }
@@ -116,6 +130,8 @@ def _measure(stack: Stack, p: dict[str, Any]) -> dict[str, Any]:
             "sent": len(sent),
             "statuses": statuses,
             "resumes_started": started,
+            "resumed_runs": {str(k): int(v) for k, v in outcomes.items()},
+            "reviewers": len(deciders),
             "sent_per_s": round((len(sent) - 1) / span, 2) if span > 0 else None,
             "generator_behind_ms": round(behind * 1000, 2),
         },
