@@ -30,7 +30,9 @@ logger = logging.getLogger(__name__)
 DEFAULT_INTERVAL_SECONDS = 10.0
 
 _lock = threading.Lock()
-_last = 0.0
+_last = float("-inf")
+"""When this process last started a sweep (monotonic); never yet: the first tick sweeps
+at once, however recently the machine booted."""
 _running: threading.Thread | None = None
 
 

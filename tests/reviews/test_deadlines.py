@@ -238,7 +238,7 @@ def test_worker_ticks_start_at_most_one_sweep_per_interval(
         return {"deadlines": {}, "notifications": {}}
 
     monkeypatch.setattr(sweeper, "sweep_once", sweep_once)
-    monkeypatch.setattr(sweeper, "_last", 0.0)
+    monkeypatch.setattr(sweeper, "_last", float("-inf"))
 
     worker_tick.send(sender=None, worker="w1")
     sweeper._running.join(5)  # type: ignore[union-attr]
