@@ -25,7 +25,6 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 import psycopg
@@ -184,12 +183,7 @@ class Cluster:
     def __enter__(self) -> Cluster:
         return self
 
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        value: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.stop()
 
     # -- connections --------------------------------------------------------------------
