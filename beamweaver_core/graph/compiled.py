@@ -119,14 +119,14 @@ class CompiledGraph:
 
         if loop.checkpointer is None or loop.thread_id is None:
             raise CheckpointerRequiredError(
-                "checkpoint_id needs a graph compiled with a checkpointer"
+                f"config['configurable']['checkpoint_id'] ({checkpoint_id!r}) forks from a saved "
+                f"checkpoint, but graph {self.name!r} keeps none: compile it with a checkpointer "
+                "and a thread_id in the config, or drop checkpoint_id."
             )
         head = loop.checkpointer.load(loop.thread_id)
         base = loop.checkpointer.load(loop.thread_id, "", checkpoint_id)
         if base is None or head is None:
-            raise CheckpointNotFoundError(
-                f"Thread {loop.thread_id!r} has no checkpoint {checkpoint_id!r}."
-            )
+            raise CheckpointNotFoundError(_no_checkpoint(loop.thread_id, checkpoint_id))
         loop.seq = head.seq
         return base
 
@@ -403,9 +403,7 @@ class CompiledGraph:
             if checkpoint_id is not None:
                 from beamweaver_core.exceptions import CheckpointNotFoundError
 
-                raise CheckpointNotFoundError(
-                    f"Thread {thread_id!r} has no checkpoint {checkpoint_id!r}."
-                )
+                raise CheckpointNotFoundError(_no_checkpoint(thread_id, checkpoint_id))
             return StateSnapshot(
                 {},
                 (),
@@ -503,9 +501,7 @@ class CompiledGraph:
         if checkpoint_id is not None and base is None:
             from beamweaver_core.exceptions import CheckpointNotFoundError
 
-            raise CheckpointNotFoundError(
-                f"Thread {thread_id!r} has no checkpoint {checkpoint_id!r}."
-            )
+            raise CheckpointNotFoundError(_no_checkpoint(thread_id, checkpoint_id))
         if base is not None:
             loop._adopt(base)
         loop.seq = head.seq if head is not None else 0
@@ -514,7 +510,8 @@ class CompiledGraph:
             unknown = [k for k, _ in writes if k not in self.keys]
             if unknown:
                 raise InvalidUpdateError(
-                    f"update_state: key(s) {unknown} are not in the state schema."
+                    f"update_state: key(s) {unknown} are not in the state schema "
+                    f"(declared: {sorted(self.keys)}). Add them to the schema or leave them out."
                 )
         old_values = dict(loop.values)
         from beamweaver_core.graph.tasks import apply_writes
@@ -556,6 +553,14 @@ class CompiledGraph:
 
 def _listener_sink(on_event: Callable[[Envelope], None] | None) -> EventSink | None:
     return None if on_event is None else EventSink(on_event, keep=False)
+
+
+def _no_checkpoint(thread_id: str | None, checkpoint_id: str) -> str:
+    return (
+        f"Thread {thread_id!r} has no checkpoint {checkpoint_id!r}. List the thread's "
+        "checkpoints with get_state_history(config) and use one of their "
+        "config['configurable']['checkpoint_id'], or drop checkpoint_id to use the latest."
+    )
 
 
 __all__ = ["CompiledGraph", "Config"]

@@ -120,7 +120,10 @@ def _create(thread: Thread, graph: str, kind: str, payload: Any, user: Any) -> R
                 created_by=user if getattr(user, "pk", None) is not None else None,
             )
     except IntegrityError:
-        raise ThreadBusyError(f"Thread {thread.id!r} already has a queued run.") from None
+        raise ThreadBusyError(
+            f"Thread {thread.id!r} already has a queued run; wait for a worker to start it "
+            "(or cancel it in the admin) before queueing another."
+        ) from None
     transaction.on_commit(lambda: notify_run_queued(run.id))
     return run
 
@@ -170,7 +173,10 @@ def requeue_run(run_id: Any) -> Run:
             .exclude(id=run.id)
             .exists()
         ):
-            raise ThreadBusyError(f"Thread {run.thread_id!r} already has a queued run.")
+            raise ThreadBusyError(
+                f"Thread {run.thread_id!r} already has a queued run, which continues from the "
+                f"same checkpoint; let it run (or cancel it) instead of re-queueing run {run_id}."
+            )
         run.status = Run.Status.QUEUED
         run.error = ""
         run.attempts = 0

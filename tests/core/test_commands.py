@@ -28,7 +28,9 @@ def run_command(*args: Any) -> str:
     return out.getvalue()
 
 
-@pytest.mark.parametrize("command", ["run_graph", "prune_checkpoints", "beamweaver_worker"])
+@pytest.mark.parametrize(
+    "command", ["run_graph", "pending", "resume", "prune_checkpoints", "beamweaver_worker"]
+)
 def test_every_command_documents_itself(command: str) -> None:
     out = subprocess.run(
         [sys.executable, str(ROOT / "manage.py"), command, "--help"],
@@ -46,6 +48,13 @@ def test_run_graph_prints_the_pause_as_json() -> None:
     assert result["status"] == "interrupted"
     assert result["thread_id"] == "cli-1"
     assert result["result"]["interrupts"][0]["value"] == {"question": "Approve?", "amount": 42}
+
+
+def test_run_graph_takes_json_like_the_other_commands() -> None:
+    result = json.loads(
+        run_command("run_graph", "approval", "--input", "{}", "--thread", "cli-2", "--json")
+    )
+    assert (result["status"], result["thread_id"]) == ("interrupted", "cli-2")
 
 
 @pytest.mark.parametrize(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import operator
-from typing import Any
+from typing import Any, TypedDict
 
 import pytest
 
@@ -212,6 +212,49 @@ def test_forking_from_an_unknown_checkpoint_is_an_error(
     graph.invoke({"items": []}, config)
     with pytest.raises(CheckpointNotFoundError, match="has no checkpoint"):
         graph.invoke(None, with_id(config, "f" * 32))
+
+
+def test_every_unknown_checkpoint_error_says_how_to_find_a_valid_one(
+    checkpointer: MemoryCheckpointer, config: dict[str, Any]
+) -> None:
+    graph = abc(checkpointer)
+    graph.invoke({"items": []}, config)
+    missing = with_id(config, "f" * 32)
+    for call in (
+        lambda: graph.invoke(None, missing),
+        lambda: graph.get_state(missing),
+        lambda: graph.update_state(missing, {"items": ["x"]}),
+    ):
+        with pytest.raises(CheckpointNotFoundError) as info:
+            call()
+        assert f"has no checkpoint {'f' * 32!r}" in str(info.value)
+        assert "get_state_history(config)" in str(info.value)
+
+
+def test_forking_without_a_checkpointer_says_what_to_do() -> None:
+    graph = Graph().add_node("a", lambda s: None).add_edge(START, "a").compile(name="Plain")
+    with pytest.raises(CheckpointerRequiredError) as info:
+        graph.invoke({}, {"configurable": {"thread_id": "t", "checkpoint_id": "c1"}})
+    assert "graph 'Plain' keeps none" in str(info.value)
+    assert "compile it with a checkpointer" in str(info.value)
+
+
+def test_update_state_with_undeclared_keys_names_the_declared_ones(
+    checkpointer: MemoryCheckpointer, config: dict[str, Any]
+) -> None:
+    class State(TypedDict):
+        count: int
+
+    graph = (
+        Graph(state_schema=State)
+        .add_node("a", lambda s: None)
+        .add_edge(START, "a")
+        .compile(checkpointer=checkpointer)
+    )
+    graph.invoke({"count": 1}, config)
+    with pytest.raises(InvalidUpdateError) as info:
+        graph.update_state(config, {"cuont": 2})
+    assert "['cuont'] are not in the state schema (declared: ['count'])" in str(info.value)
 
 
 def test_new_input_at_an_old_checkpoint_starts_a_branch_from_it(

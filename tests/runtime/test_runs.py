@@ -254,6 +254,18 @@ def test_a_failed_run_can_be_requeued_and_finishes() -> None:
     assert run_next().status == "interrupted"
 
 
+def test_a_failed_run_is_not_requeued_next_to_a_queued_one() -> None:
+    service.start_run("approval", {}, thread_id="requeue-2")
+    claim = claim_run(Run.objects.get(thread_id="requeue-2").id, "w", LEASE)
+    assert claim is not None
+    finish_run(claim, "failed", error="simulated")
+    service.start_run("approval", {}, thread_id="requeue-2")
+    with pytest.raises(ThreadBusyError, match="already has a queued run") as info:
+        service.requeue_run(claim.run_id)
+    assert "instead of re-queueing run" in str(info.value)
+    assert Run.objects.get(id=claim.run_id).status == "failed"
+
+
 def test_a_worker_picks_up_queued_runs_by_itself() -> None:
     worker = Worker(
         threads=1,

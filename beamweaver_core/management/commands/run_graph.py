@@ -32,6 +32,12 @@ class Command(BaseCommand):
             help="The input state as a JSON object, e.g. '{\"messages\": [...]}'.",
         )
         parser.add_argument("--thread", default=None, help="Thread id (default: a new thread).")
+        parser.add_argument(
+            "--json",
+            action="store_true",
+            dest="as_json",
+            help="Print the outcome as JSON (the default; accepted like the other commands).",
+        )
 
     def handle(self, *args: Any, name: str, input: str, thread: str | None, **options: Any) -> None:
         try:
