@@ -2,7 +2,8 @@
 
 Migrating takes seconds, cloning a fraction of one, so `python -m bench` migrates the
 template (`bench_rt_template`) once per run and each realtime run starts from an empty
-clone of it (`bench_rt`, or `BENCH_RT_DSN`). A run started by hand migrates the template
+clone of it (`bench_rt_<pid>`, or `BENCH_RT_DSN`): one database per process, so two
+benchmark or hostile runs on the same server never drop each other's database. A run started by hand migrates the template
 itself when it is missing or was built from other migrations (the database comment holds
 a fingerprint of the migration files).
 """
@@ -19,7 +20,7 @@ from psycopg import sql
 from bench import pg
 from bench.env import ROOT
 
-RT_DATABASE = "bench_rt"
+RT_DATABASE = f"bench_rt_{os.getpid()}"
 TEMPLATE = "bench_rt_template"
 
 
