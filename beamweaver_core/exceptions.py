@@ -117,6 +117,21 @@ class ThreadBusyError(BeamWeaverError, RuntimeError):
     """Another run is already active on the thread."""
 
 
+class GraphChangedError(BeamWeaverError, RuntimeError):
+    """A saved step names nodes the graph no longer has: the graph's code changed while
+    the thread was paused. Raised before anything is written; the thread stays as it was."""
+
+    def __init__(self, graph: str, missing: Sequence[str], nodes: Sequence[str]) -> None:
+        self.graph = graph
+        self.missing = tuple(missing)
+        super().__init__(
+            f"Graph {graph!r} has no node(s) {list(self.missing)}, which this thread's pending "
+            f"step runs: the graph's code changed since the thread paused (its nodes now: "
+            f"{sorted(nodes)}). Resume the thread with the graph version that paused it, or "
+            "fork it from an earlier checkpoint (checkpoint_id) that the new graph can run."
+        )
+
+
 class CheckpointNotFoundError(BeamWeaverError, LookupError):
     """The addressed checkpoint or thread does not exist."""
 
@@ -150,6 +165,7 @@ __all__ = [
     "BeamWeaverError",
     "CheckpointNotFoundError",
     "CheckpointerRequiredError",
+    "GraphChangedError",
     "GraphDefinitionError",
     "GraphRecursionError",
     "InvalidDecisionError",

@@ -32,6 +32,7 @@ from beamweaver_core.checkpoint.types import (
 from beamweaver_core.exceptions import (
     AmbiguousResumeError,
     CheckpointNotFoundError,
+    GraphChangedError,
     GraphRecursionError,
     InvalidUpdateError,
     MissingResumeValueError,
@@ -252,6 +253,7 @@ class RunLoop:
                 "Start it with invoke(input, config)."
             )
         self._adopt(base)
+        self.check_tasks_known()
         assert head is not None
         self.seq = head.seq
         pending = self.pending_interrupts()
@@ -265,6 +267,12 @@ class RunLoop:
                 f"Thread {self.thread_id!r} has nothing to resume: its run is complete and no "
                 "interrupt or breakpoint is pending. Start a new run with invoke(input, config)."
             )
+
+    def check_tasks_known(self) -> None:
+        """Refuse a saved step whose tasks name nodes this graph does not have."""
+        missing = sorted({t.name for t in self.tasks if t.name not in self.graph.nodes})
+        if missing:
+            raise GraphChangedError(self.graph.name, missing, list(self.graph.nodes))
 
     def _resume_map(self, resume: Any, pending: tuple[Interrupt, ...]) -> dict[str, Any]:
         dynamic = [i for i in pending if i.timing is None]

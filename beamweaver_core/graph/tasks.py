@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from beamweaver_core.exceptions import InvalidUpdateError
+from beamweaver_core.exceptions import GraphChangedError, InvalidUpdateError
 from beamweaver_core.graph.interrupts import GraphInterrupt, ParentCommand, TaskScope, current_scope
 from beamweaver_core.graph.nodes import Branch, NodeSpec
 from beamweaver_core.graph.runtime import Runtime
@@ -143,7 +143,9 @@ class TaskRunner:
 
     def _prepare(self, task: TaskSpec, answers: Sequence[Any]) -> tuple[NodeSpec, TaskScope, Any]:
         loop = self.loop
-        spec = self.graph.nodes[task.name]
+        spec = self.graph.nodes.get(task.name)
+        if spec is None:
+            raise GraphChangedError(self.graph.name, [task.name], list(self.graph.nodes))
         task_ns = f"{loop.ns}|{task.name}:{task.id}" if loop.ns else f"{task.name}:{task.id}"
         runtime = None
         if spec.takes_runtime or spec.subgraph is not None:
