@@ -49,6 +49,8 @@ def _child(number: int, options: Options, queue: Any) -> None:
     logging.basicConfig(
         level=logging.INFO, format=f"[case {number}] %(message)s", stream=sys.stderr
     )
+    # A case that sets Django up gets its root logger at WARNING; its progress still shows.
+    logging.getLogger("bench").setLevel(logging.INFO)
     case = next(c for c in discover() if c.number == number)
     started = time.monotonic()
     try:
@@ -62,7 +64,11 @@ def _child(number: int, options: Options, queue: Any) -> None:
 def run_case(case: Case, options: Options) -> dict[str, Any]:
     context = multiprocessing.get_context("spawn")
     queue = context.Queue()
-    process = context.Process(target=_child, args=(case.number, options, queue))
+    # The child finds `_child` by module name; under `python -m bench.hostile` this file is
+    # `__main__`, which a spawned child does not re-import (multiprocessing skips
+    # `*.__main__`), so the target is taken from the module imported under its own name.
+    target = importlib.import_module("bench.hostile.__main__")._child
+    process = context.Process(target=target, args=(case.number, options, queue))
     limit = case.budget_s * 2 if not options.quick else max(120.0, case.budget_s)
     if case.number == 49:
         limit = options.minutes * 60 * 1.5 + 600

@@ -15,6 +15,8 @@ unknown, the run asks a human instead of wiring again.
 from __future__ import annotations
 
 import json
+import os
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -75,6 +77,7 @@ INTERRUPT_ON: dict[str, Any] = {
     "fetch_file": False,
     "wire_funds": {"allowed_decisions": ["approve", "reject"]},
     "store_record": {"allowed_decisions": ["approve", "reject"]},
+    "block_loop": {"allowed_decisions": ["approve", "reject"]},
 }
 
 
@@ -97,6 +100,19 @@ class _EffectTool(Tool):
         )
 
 
+BLOCK_ENV = "BEAMWEAVER_BLOCK_SECONDS"
+"""How long `block_loop` blocks its event loop with `time.sleep` before its effect."""
+
+
+class _LoopBlockingTool(_EffectTool):
+    """An `async def` tool that calls `time.sleep` inside the coroutine, blocking the
+    event loop it runs on (the LangGraph #7213 shape), then records its effect."""
+
+    async def run(self, args: dict[str, Any], runtime: ToolRuntime) -> Any:  # type: ignore[override]
+        time.sleep(float(os.environ.get(BLOCK_ENV) or 0))  # the fault: blocks the loop
+        return super().run(args, runtime)
+
+
 TOOLS = (
     _EffectTool("send_email", EMAIL_SCHEMA),
     _EffectTool("issue_refund", REFUND_SCHEMA),
@@ -105,6 +121,7 @@ TOOLS = (
     _EffectTool("fetch_file", PATH_SCHEMA),
     _EffectTool("wire_funds", WIRE_SCHEMA, at_most_once=True),
     _EffectTool("store_record", RECORD_SCHEMA),
+    _LoopBlockingTool("block_loop", NOTIFY_SCHEMA),
 )
 
 
@@ -155,4 +172,12 @@ ledger_agent = Agent.build(
 GRAPHS = {"ledger_agent": "bench.hostile.agents:ledger_agent"}
 """Registry entries for settings (and `BEAMWEAVER_GRAPHS` in child processes)."""
 
-__all__ = ["GRAPHS", "INTERRUPT_ON", "TOOLS", "PlanModel", "agent_input", "ledger_agent"]
+__all__ = [
+    "BLOCK_ENV",
+    "GRAPHS",
+    "INTERRUPT_ON",
+    "TOOLS",
+    "PlanModel",
+    "agent_input",
+    "ledger_agent",
+]

@@ -23,6 +23,10 @@ EFFECTS_ENV = "BEAMWEAVER_EFFECTS"
 PAUSE_ENV = "BEAMWEAVER_EFFECT_PAUSE"
 """Seconds a tool sleeps after its effect and before returning (a kill lands there)."""
 
+DELAY_ENV = "BEAMWEAVER_EFFECT_DELAY"
+"""Seconds a tool sleeps before its effect (after the ledger recorded the call as
+started): a kill or a stop there lands before anything happened outside."""
+
 CRASH_ENV = "BEAMWEAVER_EFFECT_CRASH"
 """A tool name, or `*` for any: that tool raises `SimulatedCrash` right after its effect
 (in process)."""
@@ -39,6 +43,9 @@ def record(
     tool: str, key: str, args: dict[str, Any], *, thread: str | None, idempotent: bool = True
 ) -> str:
     """Apply the side effect of `tool` once more; returns what the sink answered."""
+    delay = float(os.environ.get(DELAY_ENV) or 0)
+    if delay:
+        time.sleep(delay)
     target = os.environ.get(EFFECTS_ENV, "")
     if target.startswith(("http://", "https://")):
         answer = _post(target, tool, key, args, thread, idempotent)
@@ -86,4 +93,13 @@ def counts(path: Path) -> Counter[str]:
     return Counter(effect["key"] for effect in read(path))
 
 
-__all__ = ["CRASH_ENV", "EFFECTS_ENV", "PAUSE_ENV", "SimulatedCrash", "counts", "read", "record"]
+__all__ = [
+    "CRASH_ENV",
+    "DELAY_ENV",
+    "EFFECTS_ENV",
+    "PAUSE_ENV",
+    "SimulatedCrash",
+    "counts",
+    "read",
+    "record",
+]

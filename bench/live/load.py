@@ -82,11 +82,16 @@ async def start_run(http: httpx.AsyncClient, reviewer: Reviewer, base: str, topi
 
 
 async def decide(
-    http: httpx.AsyncClient, reviewer: Reviewer, base: str, item: dict[str, Any]
+    http: httpx.AsyncClient,
+    reviewer: Reviewer,
+    base: str,
+    item: dict[str, Any],
+    client_id: str | None = None,
 ) -> Sent:
     """POST "approve" for a pending tool-review item, as the item page's htmx form does
-    (interrupt id, digest and a fresh client decision id); the answer is the panel."""
-    client_id = uuid.uuid4().hex
+    (interrupt id, digest and a client decision id: fresh, or `client_id` to retry the
+    same decision); the answer is the panel."""
+    client_id = client_id or uuid.uuid4().hex
     data = {
         "interrupt_id": item["interrupt_id"],
         "digest": item["digest"],

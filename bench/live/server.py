@@ -75,8 +75,16 @@ class LiveServer:
     """daphne (and, in `redis` mode, one worker process) until `stop()`."""
 
     def __init__(
-        self, database_url: str, mode: str, log_dir: Path, layer: dict[str, str] | None = None
+        self,
+        database_url: str,
+        mode: str,
+        log_dir: Path,
+        layer: dict[str, str] | None = None,
+        *,
+        workers: int = 1,
     ) -> None:
+        """`workers`: how many worker processes `start()` runs in `redis` mode (0: none;
+        start them with `spawn_worker`)."""
         if mode not in MODES:
             raise ValueError(f"unknown server mode {mode!r}; use one of {MODES}")
         self.mode = mode
@@ -92,14 +100,17 @@ class LiveServer:
         else:
             self.env.update(layer or redis_layer())
             self.env["BEAMWEAVER_WORKER_MODE"] = "external"
+        self.workers = workers if mode == "redis" else 0
         self.processes: dict[str, subprocess.Popen[bytes]] = {}
 
-    def _spawn(self, name: str, *args: str) -> subprocess.Popen[bytes]:
+    def _spawn(
+        self, name: str, *args: str, env: dict[str, str] | None = None
+    ) -> subprocess.Popen[bytes]:
         log = (self.log_dir / f"{name}.log").open("wb")
         proc = subprocess.Popen(
             guarded([sys.executable, str(ROOT / "manage.py"), *args]),
             cwd=ROOT,
-            env=self.env,
+            env={**self.env, **(env or {})},
             stdout=log,
             stderr=subprocess.STDOUT,
         )
@@ -114,8 +125,8 @@ class LiveServer:
     def start(self, timeout: float = 60.0) -> LiveServer:
         """Start the processes and wait until the login page answers (and the worker runs)."""
         self._spawn("daphne", "serve", "--host", "127.0.0.1", "--port", str(self.port))
-        if self.mode == "redis":
-            self._spawn("worker", "beamweaver_worker", "--threads", "2", "--grace", "5")
+        for index in range(self.workers):
+            self.spawn_worker("worker" if index == 0 else f"worker{index + 1}")
         deadline = time.monotonic() + timeout
         while True:
             for name, proc in self.processes.items():
@@ -136,9 +147,28 @@ class LiveServer:
             return False
 
     def _worker_ready(self) -> bool:
-        if "worker" not in self.processes:
-            return True
-        return "waiting for runs" in self.log_tail("worker", 50)
+        return all(self.worker_ready(name) for name in self.processes if name != "daphne")
+
+    def spawn_worker(
+        self, name: str, *, threads: int = 2, grace: float = 5.0, env: dict[str, str] | None = None
+    ) -> subprocess.Popen[bytes]:
+        """One more `manage.py beamweaver_worker` process, logging to `<name>.log`; its
+        Postgres `application_name` is `name` (faults target it by that)."""
+        return self._spawn(
+            name,
+            "beamweaver_worker",
+            "--threads",
+            str(threads),
+            "--grace",
+            str(grace),
+            "--name",
+            name,
+            env={"PGAPPNAME": name, **(env or {})},
+        )
+
+    def worker_ready(self, name: str) -> bool:
+        """Whether worker `name` has said it is waiting for runs."""
+        return "waiting for runs" in self.log_tail(name, 50)
 
     def pids(self) -> dict[str, int]:
         return {name: proc.pid for name, proc in self.processes.items()}

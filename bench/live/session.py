@@ -19,27 +19,30 @@ SECRET_KEY = "bench-" + secrets.token_urlsafe(40)
 """This process's and its server's secret key (sessions are signed with it)."""
 
 
-def server_env(database_url: str) -> dict[str, str]:
-    """Variables every process of the live setup shares (Django, database, graphs, logs)."""
+def server_env(database_url: str, graphs: dict[str, str] | None = None) -> dict[str, str]:
+    """Variables every process of the live setup shares (Django, database, graphs, logs);
+    `graphs` registers more graphs next to the benchmark's."""
     from bench.live.graphs import GRAPHS
 
     return {
         "DATABASE_URL": database_url,
         "DJANGO_SETTINGS_MODULE": "beamweaver_core.settings",
         "SECRET_KEY": SECRET_KEY,
-        "BEAMWEAVER_GRAPHS": json.dumps(GRAPHS),
+        "BEAMWEAVER_GRAPHS": json.dumps({**GRAPHS, **(graphs or {})}),
         "DEBUG": "0",
         "LOG_LEVEL": "WARNING",
         "BEAMWEAVER_LOG_LEVEL": "WARNING",
     }
 
 
-def setup_django(database_url: str, layer: dict[str, str] | None = None) -> None:
+def setup_django(
+    database_url: str, layer: dict[str, str] | None = None, graphs: dict[str, str] | None = None
+) -> None:
     """Configure Django in this (fresh) process on the live server's database. With
     `layer` (`REDIS_URL` and `BEAMWEAVER_CHANNEL_PREFIX` of a `redis`-mode server) the
     hints this process sends (`run.queued`) reach the server's workers; without, it
     sends none."""
-    os.environ.update(server_env(database_url))
+    os.environ.update(server_env(database_url, graphs))
     os.environ.pop("REDIS_URL", None)
     os.environ.update(layer or {})
     import django
