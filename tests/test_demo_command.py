@@ -3,11 +3,14 @@
 With `DATABASE_URL` (here: the test database) it migrates, queues the demo requests, runs
 them on in-process workers with the scripted model until each pauses for review, and
 serves the inbox. With no `DATABASE_URL` it starts an embedded PostgreSQL under the var
-directory and serves from it.
+directory and serves from it. On such a fresh state a newcomer logs in with the printed
+credentials and completes review loops over plain HTTP, as a browser without JavaScript
+would.
 """
 
 from __future__ import annotations
 
+import html
 import os
 import re
 import signal
@@ -15,10 +18,14 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.parse
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from http.cookiejar import CookieJar
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -105,16 +112,125 @@ def test_demo_serves_the_inbox_and_its_requests_wait_for_review(tmp_path: Path) 
     assert not Run.objects.filter(status="failed").exists()
 
 
-def test_without_database_url_the_demo_starts_an_embedded_postgres(tmp_path: Path) -> None:
+def embedded_env(tmp_path: Path) -> tuple[dict[str, str], Path]:
+    """A fresh state: no `DATABASE_URL`, an empty var directory and PGDATA."""
     env = base_env(tmp_path)
     env.pop("DATABASE_URL", None)
     pgdata = tmp_path / "pgdata"
     env["BEAMWEAVER_PGDATA"] = str(pgdata)
+    return env, pgdata
+
+
+def test_without_database_url_the_demo_starts_an_embedded_postgres(tmp_path: Path) -> None:
+    env, pgdata = embedded_env(tmp_path)
     log = tmp_path / "demo.log"
     try:
         with demo(env, log, "--no-seed") as url:
             status, page = get(url)
             assert status == 200 and "password" in page.lower()
         assert (pgdata / "PG_VERSION").exists()
+    finally:
+        stop_server(pgdata)
+
+
+class Browser:
+    """A cookie-keeping HTTP client that logs in and posts forms with their CSRF token."""
+
+    def __init__(self, base: str) -> None:
+        self.base = base.rstrip("/")
+        jar = urllib.request.HTTPCookieProcessor(CookieJar())
+        self.opener = urllib.request.build_opener(jar)
+
+    def _open(self, request: urllib.request.Request) -> tuple[int, str, str]:
+        try:
+            with self.opener.open(request, timeout=20) as response:
+                return response.status, response.url, response.read().decode()
+        except urllib.error.HTTPError as error:
+            return error.code, error.url, error.read().decode()
+
+    def get(self, path: str) -> str:
+        return self._open(urllib.request.Request(self.base + path))[2]
+
+    def post(self, path: str, form_page: str, data: dict[str, str]) -> tuple[int, str, str]:
+        """POST `data` with the CSRF token of the page holding the form; redirects followed."""
+        token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', form_page)
+        assert token, "the page has no CSRF token"
+        body = urllib.parse.urlencode({"csrfmiddlewaretoken": token.group(1), **data}).encode()
+        headers = {"Referer": self.base + path}
+        return self._open(urllib.request.Request(self.base + path, data=body, headers=headers))
+
+    def log_in(self, username: str, password: str) -> None:
+        page = self.get("/accounts/login/")
+        status, url, _ = self.post(
+            "/accounts/login/?next=/", page, {"username": username, "password": password}
+        )
+        assert (status, url) == (200, self.base + "/"), f"{username} could not log in"
+
+    def pending(self) -> list[str]:
+        return re.findall(r'<li id="item-row-(\d+)"', self.get("/"))
+
+    def approve(self, item: str) -> tuple[int, str]:
+        page = self.get(f"/items/{item}/")
+        hidden = dict(
+            re.findall(r'type="hidden" name="(\w+)"(?: id="[^"]*")? value="([^"]*)"', page)
+        )
+        data = {name: html.unescape(hidden[name]) for name in ("interrupt_id", "digest")}
+        data.update(client_decision_id=hidden["client_decision_id"], **{"d0-type": "approve"})
+        status, _, answer = self.post(f"/items/{item}/decide/", page, data)
+        return status, answer
+
+
+def until(condition: Callable[[], Any], what: str, timeout: float = 60) -> Any:
+    deadline = time.monotonic() + timeout
+    while not (value := condition()):
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.3)
+    return value
+
+
+def test_a_newcomer_logs_in_with_the_printed_credentials_and_completes_review_loops(
+    tmp_path: Path,
+) -> None:
+    env, pgdata = embedded_env(tmp_path)
+    log = tmp_path / "demo.log"
+    try:
+        with demo(env, log) as url:
+            output = log.read_text()
+            first = re.search(r"Username:  reviewer\n  Password:  (\S+)", output)
+            second = re.search(r"Second reviewer: reviewer2 / (\S+)", output)
+            assert first and second, output
+            reviewer = Browser(url)
+            reviewer.log_in("reviewer", first.group(1))
+
+            # The seeded requests wait for review; the reviewer approves one.
+            seeded = until(lambda: len(reviewer.pending()) == 3 and reviewer.pending(), "seeds")
+            assert "<title>(3) Inbox · BeamWeaver</title>" in reviewer.get("/")
+            thread = re.search(
+                r'href="(/threads/[0-9a-f]+/)"', reviewer.get(f"/items/{seeded[0]}/")
+            )
+            assert thread and reviewer.approve(seeded[0])[0] == 200
+            until(
+                lambda: 'data-status="completed"' in reviewer.get(thread.group(1)), "a completion"
+            )
+
+            # A run the reviewer starts pauses in the inbox; they may not approve it, the
+            # second reviewer does, and the run completes.
+            message = {"graph": "ops_assistant", "message": "Refund order 1236 $300"}
+            status, started, _ = reviewer.post("/runs/new/", reviewer.get("/runs/new/"), message)
+            assert status == 200 and "/threads/" in started
+            path = urllib.parse.urlsplit(started).path
+            found = until(lambda: re.search(r'href="/items/(\d+)/"', reviewer.get(path)), "a pause")
+            item = found.group(1)
+            assert item in reviewer.pending()
+            status, answer = reviewer.approve(item)
+            assert status == 403 and "You started this run, so you cannot approve it" in answer
+            other = Browser(url)
+            other.log_in("reviewer2", second.group(1))
+            assert other.approve(item)[0] == 200
+            done = until(
+                lambda: 'data-status="completed"' in (page := other.get(path)) and page, "the run"
+            )
+            assert "Refunded $300.00 on order 1236" in done
+            assert item not in reviewer.pending()
     finally:
         stop_server(pgdata)

@@ -35,8 +35,8 @@ def ensure_server(pgdata: Path) -> str:
     """Start the embedded server unless it runs; return its unix-socket directory.
 
     The server outlives this process, so the web process, workers and commands share it;
-    `manage.py embedded_postgres stop` stops it. A server that died (or was stopped) is
-    started again on the next connection.
+    `stop_server` stops it. A server that died (or was stopped) is started again on the
+    next connection.
     """
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -1,8 +1,13 @@
 """`manage.py demo`: everything on one machine, ready to review.
 
 Runs the migrations (on the embedded Postgres unless `DATABASE_URL` is set), creates a
-demo reviewer, queues a few demo requests to the `ops_assistant` agent so reviews are
-already waiting, and serves the inbox with in-process workers.
+demo reviewer and a second one, queues a few demo requests to the `ops_assistant` agent so
+reviews are already waiting, and serves the inbox with in-process workers.
+
+Nobody may approve a run they started themselves (`docs/review-operations.md`), so a run
+the demo reviewer starts from "Start a run" is approved by the second reviewer (in another
+browser or a private window); the seeded requests have no requester, so either approves
+them.
 """
 
 from __future__ import annotations
@@ -31,8 +36,8 @@ DEMO_REQUESTS = (
 class Command(BaseCommand):
     help = (
         "Start the live review inbox with the demo agent: migrate, create a demo reviewer "
-        "(credentials printed), queue demo requests that pause for review, and serve on "
-        "http://127.0.0.1:8000/ with in-process workers. Stop with Ctrl-C."
+        "and a second one (credentials printed), queue demo requests that pause for review, "
+        "and serve on http://127.0.0.1:8000/ with in-process workers. Stop with Ctrl-C."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -54,7 +59,9 @@ class Command(BaseCommand):
             raise CommandError(f"--port must be between 1 and 65535, got {port}.")
         self.stdout.write("Preparing the database (embedded Postgres unless DATABASE_URL is set)…")
         call_command("migrate", interactive=False, verbosity=0)
-        password = self._reviewer(username)
+        password = self._reviewer(username, admin=True)
+        second = f"{username}2"
+        second_password = self._reviewer(second, admin=False)
         process_worker()
         if not no_seed and not Thread.objects.filter(graph="ops_assistant").exists():
             for text in DEMO_REQUESTS:
@@ -73,7 +80,10 @@ class Command(BaseCommand):
                 f"  Username:  {username}\n"
                 f"  Password:  {password}\n"
                 "  Admin:     the same account at /admin/\n"
-                "Type a request under 'Start a run' and watch it pause in the inbox. Ctrl-C stops.\n"
+                f"  Second reviewer: {second} / {second_password}\n"
+                "Type a request under 'Start a run' and watch it pause in the inbox. Nobody\n"
+                f"approves their own run: approve it as {second} (another browser or a private\n"
+                "window). The seeded requests either of you can approve. Ctrl-C stops.\n"
             )
 
         try:
@@ -81,16 +91,18 @@ class Command(BaseCommand):
         finally:
             stop_process_worker()
 
-    def _reviewer(self, username: str) -> str:
-        """The demo reviewer's password: generated once and kept in var/ (not in code)."""
+    def _reviewer(self, username: str, *, admin: bool) -> str:
+        """A demo reviewer's password: generated once and kept in var/ (not in code).
+
+        The first reviewer is also the admin; the second only reviews."""
         path = settings.VAR_DIR / "demo_reviewer.json"
         stored = json.loads(path.read_text()) if path.exists() else {}
         password = stored.get(username) or secrets.token_urlsafe(9)
         user, _ = User.objects.get_or_create(
             username=username, defaults={"email": f"{username}@example.com"}
         )
-        user.is_staff = True
-        user.is_superuser = True
+        user.is_staff = admin
+        user.is_superuser = admin
         user.set_password(password)
         user.save()
         review = Permission.objects.filter(
