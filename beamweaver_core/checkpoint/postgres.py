@@ -33,7 +33,7 @@ import functools
 import json
 import logging
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -134,21 +134,46 @@ def _write_sql(
     return "WITH " + ",\n".join(parts) + f"\nSELECT {result}"
 
 
-_SELECT_CHECKPOINTS = """
-SELECT c.checkpoint_id, c.seq, c.step, c.parent_id, c.source, c.created_at, c.document,
-       c.metadata, w.task_ids, w.records
-FROM bw_checkpoint c
-CROSS JOIN LATERAL (
+_CHECKPOINT_FIELDS = """c.checkpoint_id, c.seq, c.step, c.parent_id, c.source, c.created_at, c.document,
+       c.metadata, w.task_ids, w.records"""
+_RECORDS = """CROSS JOIN LATERAL (
     SELECT array_agg(task_id) AS task_ids, array_agg(record) AS records
     FROM bw_checkpoint_write
     WHERE thread_id = c.thread_id AND ns = c.ns AND checkpoint_id = c.checkpoint_id
-) w
-WHERE c.thread_id = %(thread)s AND c.ns = %(ns)s {where}
+) w"""
+_SELECT_CHECKPOINTS = f"""
+SELECT {_CHECKPOINT_FIELDS}
+FROM bw_checkpoint c
+{_RECORDS}
+WHERE c.thread_id = %(thread)s AND c.ns = %(ns)s {{where}}
 ORDER BY c.seq DESC
 LIMIT %(limit)s
 """
+# One checkpoint with its records and every blob it needs, in one statement (one round
+# trip, one snapshot): the version range of each channel comes from the document itself.
+_SELECT_ONE = f"""
+SELECT {_CHECKPOINT_FIELDS}, b.channels, b.versions, b.blobs
+FROM (
+    SELECT * FROM bw_checkpoint
+    WHERE thread_id = %(thread)s AND ns = %(ns)s {{where}}
+    ORDER BY seq DESC
+    LIMIT 1
+) c
+{_RECORDS}
+CROSS JOIN LATERAL (
+    SELECT array_agg(blob.channel) AS channels, array_agg(blob.version) AS versions,
+           array_agg(blob.blob) AS blobs
+    FROM (SELECT c.document::jsonb AS d) doc
+    CROSS JOIN LATERAL jsonb_each_text(doc.d -> 'versions') AS v(channel, version)
+    JOIN bw_checkpoint_blob blob
+      ON blob.thread_id = c.thread_id AND blob.ns = c.ns AND blob.channel = v.channel
+     AND blob.version BETWEEN coalesce((doc.d -> 'chains' -> v.channel ->> 0)::int, v.version::int)
+                          AND v.version::int
+) b
+"""
+_LOAD_LATEST = _SELECT_ONE.format(where="")
+_LOAD_BY_ID = _SELECT_ONE.format(where="AND checkpoint_id = %(checkpoint_id)s")
 _LATEST = _SELECT_CHECKPOINTS.format(where="")
-_BY_ID = _SELECT_CHECKPOINTS.format(where="AND c.checkpoint_id = %(checkpoint_id)s")
 _BEFORE_ID = _SELECT_CHECKPOINTS.format(
     where="""AND c.seq < (
         SELECT seq FROM bw_checkpoint
@@ -180,10 +205,9 @@ SELECT (SELECT coalesce(sum(pg_column_size(c.*)), 0) FROM bw_checkpoint c WHERE 
 
 @dataclass(frozen=True, slots=True)
 class _Row:
-    """A checkpoint row as read, with its document parsed once to plan the blob query."""
+    """A checkpoint row as read, with its records decoded."""
 
     encoded: EncodedCheckpoint
-    document: dict[str, Any]
     records: dict[str, TaskRecord]
 
 
@@ -283,11 +307,17 @@ class PostgresCheckpointer(Checkpointer):
     def load(
         self, thread_id: str, ns: str = "", checkpoint_id: str | None = None
     ) -> Checkpoint | None:
-        params = {"thread": thread_id, "ns": ns, "checkpoint_id": checkpoint_id, "limit": 1}
-        rows = self._rows(_LATEST if checkpoint_id is None else _BY_ID, params, thread_id, ns)
-        if not rows:
+        params = {"thread": thread_id, "ns": ns, "checkpoint_id": checkpoint_id}
+        with self._cursor() as cursor:
+            cursor.execute(
+                _LOAD_LATEST if checkpoint_id is None else _LOAD_BY_ID, params, prepare=True
+            )
+            fetched = cursor.fetchone()
+        if fetched is None:
             return None
-        return self._decode(rows, thread_id, ns)[0]
+        row = _parse_row(fetched[:10], thread_id, ns)
+        blobs = zip(fetched[10] or (), fetched[11] or (), fetched[12] or (), strict=True)
+        return _decode_rows([row], _group_blobs(blobs))[0]
 
     def history(
         self,
@@ -315,47 +345,10 @@ class PostgresCheckpointer(Checkpointer):
         with self._cursor() as cursor:
             cursor.execute(sql, params, prepare=True)
             fetched = cursor.fetchall()
-        rows = []
-        for (
-            cid,
-            seq,
-            step,
-            parent_id,
-            source,
-            created_at,
-            document,
-            metadata,
-            task_ids,
-            texts,
-        ) in fetched:
-            encoded = EncodedCheckpoint(
-                thread_id=thread_id,
-                ns=ns,
-                id=cid,
-                seq=seq,
-                step=step,
-                parent_id=parent_id,
-                source=source,
-                created_at=created_at,
-                document=document,
-                metadata=metadata,
-                blobs=(),
-            )
-            records = {
-                tid: decode_record(text)
-                for tid, text in zip(task_ids or (), texts or (), strict=True)
-            }
-            rows.append(_Row(encoded, json.loads(document), records))
-        return rows
+        return [_parse_row(values, thread_id, ns) for values in fetched]
 
     def _decode(self, rows: Sequence[_Row], thread_id: str, ns: str) -> list[Checkpoint]:
-        blobs = self._blobs(_version_ranges(rows), thread_id, ns)
-
-        def fetch(channel: str, low: int, high: int) -> Mapping[int, str]:
-            found = blobs.get(channel, {})
-            return {v: text for v, text in found.items() if low <= v <= high}
-
-        return [decode_checkpoint(row.encoded, fetch, row.records) for row in rows]
+        return _decode_rows(rows, self._blobs(_version_ranges(rows), thread_id, ns))
 
     def _blobs(
         self, ranges: Mapping[str, tuple[int, int]], thread_id: str, ns: str
@@ -371,11 +364,7 @@ class PostgresCheckpointer(Checkpointer):
         }
         with self._cursor() as cursor:
             cursor.execute(_SELECT_BLOBS, params, prepare=True)
-            fetched = cursor.fetchall()
-        blobs: dict[str, dict[int, str]] = {}
-        for channel, version, text in fetched:
-            blobs.setdefault(channel, {})[version] = text
-        return blobs
+            return _group_blobs(cursor.fetchall())
 
     # -- maintenance ----------------------------------------------------------------------
 
@@ -461,12 +450,40 @@ def _write_statements(
     return statements
 
 
+def _parse_row(values: Sequence[Any], thread_id: str, ns: str) -> _Row:
+    cid, seq, step, parent_id, source, created_at, document, metadata, task_ids, texts = values
+    # In field order: thread, ns, id, seq, step, parent, source, created, document, metadata.
+    encoded = EncodedCheckpoint(
+        thread_id, ns, cid, seq, step, parent_id, source, created_at, document, metadata, ()
+    )
+    records = {
+        tid: decode_record(text) for tid, text in zip(task_ids or (), texts or (), strict=True)
+    }
+    return _Row(encoded, records)
+
+
+def _decode_rows(rows: Sequence[_Row], blobs: Mapping[str, Mapping[int, str]]) -> list[Checkpoint]:
+    def fetch(channel: str, low: int, high: int) -> Mapping[int, str]:
+        found = blobs.get(channel, {})
+        return {v: text for v, text in found.items() if low <= v <= high}
+
+    return [decode_checkpoint(row.encoded, fetch, row.records) for row in rows]
+
+
+def _group_blobs(fetched: Iterable[tuple[str, int, str]]) -> dict[str, dict[int, str]]:
+    blobs: dict[str, dict[int, str]] = {}
+    for channel, version, text in fetched:
+        blobs.setdefault(channel, {})[version] = text
+    return blobs
+
+
 def _version_ranges(rows: Sequence[_Row]) -> dict[str, tuple[int, int]]:
     """Per channel, the version range that covers the blobs every row needs."""
     ranges: dict[str, tuple[int, int]] = {}
     for row in rows:
-        chains = chains_of(row.document)
-        for channel, version in row.document["versions"].items():
+        document = json.loads(row.encoded.document)
+        chains = chains_of(document)
+        for channel, version in document.get("versions", {}).items():
             high = int(version)
             low = chains[channel][0] if channel in chains else high
             known = ranges.get(channel)

@@ -80,7 +80,7 @@ def _prune_namespace(
     for _, _, document in kept:
         doc = json.loads(document)
         chains = doc.get("chains", {})
-        for channel, version in doc["versions"].items():
+        for channel, version in doc.get("versions", {}).items():
             low = int(chains[channel][0]) if channel in chains else int(version)
             needed.setdefault(channel, []).append((low, int(version)))
     cursor.execute(

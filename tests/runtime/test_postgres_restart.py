@@ -151,4 +151,4 @@ def test_workers_reconnect_after_an_immediate_postgres_restart(
     assert finished > restarted_at, output
     assert recovered_in < 60
     assert server.query("SELECT count(*) FROM bw_run WHERE status = 'failed'") == [(0,)]
-    assert logs["during-restart"]["tasks"] == []
+    assert logs["during-restart"].get("tasks", []) == []  # a finished run: no next tasks
