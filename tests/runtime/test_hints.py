@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from channels.db import database_sync_to_async
-from channels.layers import channel_layers, get_channel_layer
+from channels.layers import get_channel_layer
 
 from beamweaver_core.models import Run
 from beamweaver_core.runtime import service
@@ -21,10 +21,7 @@ from beamweaver_core.runtime.execution import execute
 from beamweaver_core.runtime.groups import thread_group
 from beamweaver_core.runtime.publish import serve_from
 from beamweaver_core.runtime.queue import claim_next_run
-from tests.support.processes import ROOT, child_env, start_worker
-
-REDIS_URL = "redis://127.0.0.1:6379/0"
-
+from tests.support.processes import REDIS_URL, ROOT, child_env, start_worker
 
 def wait_status(run_id: Any, status: str, timeout: float) -> float:
     start = time.monotonic()
@@ -33,20 +30,6 @@ def wait_status(run_id: Any, status: str, timeout: float) -> float:
             return time.monotonic() - start
         time.sleep(0.05)
     raise AssertionError(f"run {run_id} not {status} after {timeout}s")
-
-
-@pytest.fixture
-def redis_layer(settings: Any) -> Any:
-    prefix = f"bwtest{uuid.uuid4().hex[:8]}"
-    settings.CHANNEL_LAYERS = {
-        "default": {
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [REDIS_URL], "prefix": prefix},
-        }
-    }
-    channel_layers.backends.clear()
-    yield prefix
-    channel_layers.backends.clear()
 
 
 def stop(proc: subprocess.Popen[str]) -> str:

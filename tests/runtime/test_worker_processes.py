@@ -1,5 +1,7 @@
-"""Workers as real processes under faults: killed mid-run, paused past the lease,
-Postgres restarted. Short leases keep each test to seconds."""
+"""Workers as real processes under faults: killed mid-run, paused past the lease.
+Short leases keep each test to seconds. Each runs twice: workers that only poll Postgres
+(one machine), and workers on real Redis as on several machines (hints and events over
+Redis, polling as the fallback)."""
 
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ from django.db import connection
 from beamweaver_core.checkpoint import PostgresCheckpointer
 from beamweaver_core.models import Run
 from beamweaver_core.runtime import registry, service
-from tests.support.processes import child_env, start_worker
+from tests.support.processes import REDIS_URL, child_env, start_worker
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.processes]
 
@@ -57,6 +59,15 @@ def forks(thread: str) -> list[Any]:
         return cursor.fetchall()
 
 
+@pytest.fixture(params=["postgres-only", "redis"])
+def transport(request: pytest.FixtureRequest) -> dict[str, str]:
+    """The workers' extra environment for the transport under test."""
+    if request.param == "postgres-only":
+        return {}
+    prefix = request.getfixturevalue("redis_layer")
+    return {"REDIS_URL": REDIS_URL, "BEAMWEAVER_CHANNEL_PREFIX": prefix}
+
+
 @pytest.fixture
 def workers() -> Iterator[list[subprocess.Popen[str]]]:
     started: list[subprocess.Popen[str]] = []
@@ -74,10 +85,15 @@ def final_log(thread: str) -> list[int]:
 
 
 def test_a_worker_killed_mid_run_is_replaced_and_the_run_finishes_from_its_last_checkpoint(
-    tmp_path: Path, workers: list[subprocess.Popen[str]]
+    tmp_path: Path, workers: list[subprocess.Popen[str]], transport: dict[str, str]
 ) -> None:
     ledger = tmp_path / "ledger"
-    env = child_env(**FAST, BEAMWEAVER_TEST_LEDGER=str(ledger), BEAMWEAVER_TEST_STEP_SECONDS="0.3")
+    env = child_env(
+        **FAST,
+        **transport,
+        BEAMWEAVER_TEST_LEDGER=str(ledger),
+        BEAMWEAVER_TEST_STEP_SECONDS="0.3",
+    )
     run = service.start_run("steps", {"log": []}, thread_id="killed")
     workers.append(start_worker(env, "--threads", "1"))
     wait_for(lambda: "step:2" in ledger_lines(ledger), 30, "the first worker to reach step 2")
@@ -98,10 +114,15 @@ def test_a_worker_killed_mid_run_is_replaced_and_the_run_finishes_from_its_last_
 
 
 def test_a_zombie_worker_paused_past_its_lease_cannot_write(
-    tmp_path: Path, workers: list[subprocess.Popen[str]]
+    tmp_path: Path, workers: list[subprocess.Popen[str]], transport: dict[str, str]
 ) -> None:
     ledger = tmp_path / "ledger"
-    env = child_env(**FAST, BEAMWEAVER_TEST_LEDGER=str(ledger), BEAMWEAVER_TEST_STEP_SECONDS="0.5")
+    env = child_env(
+        **FAST,
+        **transport,
+        BEAMWEAVER_TEST_LEDGER=str(ledger),
+        BEAMWEAVER_TEST_STEP_SECONDS="0.5",
+    )
     run = service.start_run("steps", {"log": []}, thread_id="zombie")
     zombie = start_worker(env, "--threads", "1")
     workers.append(zombie)

@@ -15,6 +15,8 @@ from django.db import connection
 from tests.support.graphs import TEST_GRAPHS
 
 ROOT = Path(__file__).resolve().parents[2]
+# The Redis the multi-process tests share (the machine's server; CI provides one).
+REDIS_URL = os.environ.get("BEAMWEAVER_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 
 
 def database_url_for_children() -> str:
