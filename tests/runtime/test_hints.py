@@ -23,6 +23,7 @@ from beamweaver_core.runtime.publish import serve_from
 from beamweaver_core.runtime.queue import claim_next_run
 from tests.support.processes import REDIS_URL, ROOT, child_env, start_worker
 
+
 def wait_status(run_id: Any, status: str, timeout: float) -> float:
     start = time.monotonic()
     while time.monotonic() - start < timeout:
