@@ -184,6 +184,11 @@ class Rig:
 
         return asyncio.run(once())
 
+    def get(self, path: str, timeout: float = 30) -> httpx.Response:
+        """GET `path` as the reviewer."""
+        with httpx.Client(base_url=self.server.base, timeout=timeout) as http:
+            return http.get(path, headers=self.reviewer.http_headers(self.server.base))
+
     def run_of(self, thread: str, kind: str = "resume") -> tuple[Any, ...] | None:
         """(id, status, lease_owner, attempts, fencing_token) of the thread's latest run."""
         rows = self.query(
@@ -229,6 +234,10 @@ class Rig:
             f"the effect of {thread}",
             0.02,
         )
+
+    def wait_effect_started(self, thread: str, timeout: float = 30) -> None:
+        """Wait until the ledger recorded one of the thread's tool calls as started."""
+        wait_until(lambda: self.keys_of(thread), timeout, f"the tool call of {thread}", 0.02)
 
     def resumed_elsewhere(self, thread: str, dead: str, timeout: float) -> float:
         """Wait until a worker other than `dead` holds (or finished) the thread's resume
