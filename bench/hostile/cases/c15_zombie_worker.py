@@ -49,7 +49,9 @@ def run(options: Options) -> Outcome:
             head = rig.scalar("SELECT count(*) FROM bw_checkpoint WHERE thread_id = %s", thread)
             rig.signal(zombie, signal.SIGCONT)
             wait_until(
-                lambda: any(m in rig.log_text(zombie) for m in REFUSED), 20, "the zombie's refusal"
+                lambda z=zombie: any(m in rig.log_text(z) for m in REFUSED),
+                20,
+                "the zombie's refusal",
             )
             time.sleep(1.0)
             refused.append(any(m in rig.log_text(zombie) for m in REFUSED))

@@ -30,7 +30,7 @@ def py_spy_dump(pid: int) -> str:
     if binary is None:
         return "py-spy not installed"
     done = subprocess.run(
-        [binary, "dump", "--pid", str(pid)], capture_output=True, text=True, timeout=30
+        [binary, "dump", "--pid", str(pid)], check=False, capture_output=True, text=True, timeout=30
     )
     return done.stdout or done.stderr
 
