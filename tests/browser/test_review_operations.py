@@ -1,6 +1,6 @@
 """Review operations in real browsers: a claim seen live by another reviewer, the item
-page's keyboard shortcuts, batch decisions from the inbox, and the new pages at phone
-width (all without CSP violations or script errors)."""
+page's keyboard shortcuts, the inbox's j/k, batch decisions from the inbox, and the new
+pages at phone width (all without CSP violations or script errors)."""
 
 from __future__ import annotations
 
@@ -107,14 +107,20 @@ def test_keyboard_e_opens_the_edit_form_and_typing_there_is_not_a_shortcut(
     clean(alice)
 
 
+def three_in_the_inbox(session: Any, prefix: str) -> tuple[list[ReviewItem], Any]:
+    """Three paused runs, listed in the session's live inbox (oldest first)."""
+    for n in (1, 2, 3):
+        service.start_run("tool_review", {}, thread_id=f"{prefix}-{n}")
+    items = [paused_item(f"{prefix}-{n}") for n in (1, 2, 3)]
+    page = session.open("/")
+    session.wait_live()
+    page.wait_for_selector(f"#item-row-{items[2].pk}", timeout=WAIT)
+    return items, page
+
+
 def test_batch_approval_from_the_inbox_reports_each_item(sessions: Any) -> None:
     alice = sessions(make_reviewer("alice"))
-    for n in (1, 2, 3):
-        service.start_run("tool_review", {}, thread_id=f"batch-{n}")
-    items = [paused_item(f"batch-{n}") for n in (1, 2, 3)]
-    page = alice.open("/")
-    alice.wait_live()
-    page.wait_for_selector(f"#item-row-{items[2].pk}", timeout=WAIT)
+    items, page = three_in_the_inbox(alice, "batch")
 
     assert page.is_disabled("#batch-form button[value=approve]")
     for item in items[:2]:
@@ -128,6 +134,24 @@ def test_batch_approval_from_the_inbox_reports_each_item(sessions: Any) -> None:
         page.wait_for_selector(f"#item-row-{item.pk}", state="detached", timeout=WAIT)
     assert page.is_visible(f"#item-row-{items[2].pk}")
     assert ReviewItem.objects.get(pk=items[2].pk).is_pending
+    clean(alice)
+
+
+def test_inbox_keys_j_and_k_move_and_enter_opens(sessions: Any) -> None:
+    alice = sessions(make_reviewer("alice"))
+    items, page = three_in_the_inbox(alice, "keys-jk")
+
+    for key in ("j", "j", "j", "j", "k"):  # j stops at the last row
+        page.keyboard.press(key)
+    assert "is-selected" in (page.get_attribute(f"#item-row-{items[1].pk}", "class") or "")
+    assert page.locator("#inbox-rows > li.is-selected").count() == 1
+    page.keyboard.press("k")
+    page.keyboard.press("k")  # k stops at the first row
+    assert "is-selected" in (page.get_attribute(f"#item-row-{items[0].pk}", "class") or "")
+    page.keyboard.press("j")
+    page.keyboard.press("Enter")
+
+    page.wait_for_url(f"**/items/{items[1].pk}/", timeout=WAIT)
     clean(alice)
 
 

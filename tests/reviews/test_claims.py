@@ -3,6 +3,7 @@ the item page and pushed live to other open pages."""
 
 from __future__ import annotations
 
+import re
 import threading
 import uuid
 from typing import Any
@@ -177,6 +178,27 @@ def test_an_htmx_claim_answers_with_the_routing_partial(alice: User, bob: User) 
     html = response.content.decode().strip()
     assert html.startswith('<section id="item-routing"')
     assert "bob claimed this item first." in html
+
+
+def test_every_routing_and_batch_action_shows_its_progress(db: Any) -> None:
+    manager = make_manager("mia")
+    item = pause()
+    client = client_for(manager)
+
+    page = client.get(f"/items/{item.pk}/").content.decode()
+    inbox = client.get("/").content.decode()
+
+    forms = re.findall(r'<form[^>]* hx-target="#item-routing"[^>]*>', page)
+    assert len(forms) == 3  # claim, reassign, extend (release once claimed)
+    assert all('hx-disabled-elt="find button"' in form for form in forms)
+    client.post(f"/items/{item.pk}/claim/")
+    page = client.get(f"/items/{item.pk}/").content.decode()
+    release = re.search(r'<form[^>]*/unclaim/" hx-target="#item-routing"[^>]*>', page)
+    assert release and 'hx-disabled-elt="find button"' in release.group(0)
+    assert 'hx-disabled-elt="find button"' in re.search(
+        r'<form id="batch-form"[^>]*>', inbox, re.S
+    ).group(0)  # type: ignore[union-attr]
+    assert '<span class="spinner htmx-indicator" role="status">Deciding…</span>' in inbox
 
 
 def test_a_refused_decision_from_the_page_is_marked_as_a_policy_refusal(

@@ -225,3 +225,32 @@ def test_the_preferences_page_saves_a_reviewers_choices(alice: User) -> None:
     assert saved.status_code == 302
     preference = NotificationPreference.objects.get(user=alice)
     assert (preference.email_enabled, preference.email_events) == (True, ["review.reminder"])
+
+
+class ChatChannel:
+    """A third channel, as an operator would plug one in: it records what it sends."""
+
+    sent: list[tuple[str, str, str]] = []
+
+    def targets(self, event: str, item: Any, users: Any) -> list[str]:
+        return [f"#reviews ({len(users)} concerned)"]
+
+    def send(self, message: OutboxMessage) -> None:
+        ChatChannel.sent.append((message.event, message.target, message.payload["item"]["url"]))
+
+
+def test_a_third_channel_is_plugged_in_through_the_settings(settings: Any) -> None:
+    ChatChannel.sent.clear()
+    settings.BEAMWEAVER = {
+        **settings.BEAMWEAVER,
+        "REVIEW_NOTIFICATION_CHANNELS": {"chat": f"{__name__}.ChatChannel"},
+    }
+    make_reviewer("anna")
+
+    item = pause()
+    report = outbox.deliver_due()
+
+    assert report.to_dict() == {"sent": 1, "retrying": 0, "dead": 0}
+    url = f"http://localhost:8000/items/{item.pk}/"
+    assert ChatChannel.sent == [("review.created", "#reviews (1 concerned)", url)]
+    assert OutboxMessage.objects.get().channel == "chat"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import re
 from typing import Any
 
@@ -127,12 +128,41 @@ def test_the_inbox_pages(alice: User, monkeypatch: pytest.MonkeyPatch) -> None:
 
     assert re.findall(r'<li id="item-row-(\d+)"', page2) == [str(items[2].pk)]
     assert "Page 2 of 2 (3 items)" in page2
+    # Oldest first: the previous page holds earlier items, the next one later items.
+    assert 'rel="prev">← Earlier</a>' in page2
+    assert 'rel="next">Later →</a>' in client.get("/").content.decode()
 
 
 def test_an_empty_inbox_says_so(alice: User) -> None:
     html = client_for(alice).get("/").content.decode()
 
     assert "Inbox zero." in html
+
+
+def test_each_status_filter_lists_its_items(alice: User) -> None:
+    items = {status: pause(thread_id=f"t-{status}") for status in ("decided", "expired")}
+    ReviewItem.objects.filter(pk=items["decided"].pk).update(status="decided")
+    ReviewItem.objects.filter(pk=items["expired"].pk).update(status="expired")
+    cancelled = pause(thread_id="t-cancelled")
+    client_for(alice).post(f"/cancel-run/{cancelled.thread_id}/")
+    items["cancelled"] = cancelled
+    client = client_for(alice)
+
+    for status, item in items.items():
+        html = client.get(f"/?status={status}").content.decode()
+        assert re.findall(r'<li id="item-row-(\d+)"', html) == [str(item.pk)], status
+    html = client.get("/").content.decode()
+    assert "0</strong> pending · 1 decided · 1 cancelled · 1 expired" in html
+
+
+def test_a_filter_matching_nothing_says_so_and_offers_the_way_back(alice: User) -> None:
+    pause()
+
+    html = client_for(alice).get("/?q=no-such-thing").content.decode()
+
+    assert re.findall(r'<li id="item-row-(\d+)"', html) == []
+    assert "Nothing matches these filters." in html
+    assert '<a href="/">Show all pending items</a>' in html
 
 
 def test_an_htmx_request_gets_the_list_partial(alice: User) -> None:
@@ -663,6 +693,25 @@ def test_the_audit_log_filters_and_exports_csv(alice: User, bob: User) -> None:
     assert [r["action"] for r in rows] == ["refused", "decided", "created"]
     assert rows[0]["actor_name"] == "bob" and rows[0]["status_code"] == "409"
     assert rows[1]["thread_ref"].startswith("'=cmd")
+
+
+def test_the_audit_log_shows_the_digest_seen_and_the_diff_of_an_edit(alice: User) -> None:
+    item = pause(
+        input={"calls": [{"name": "issue_refund", "args": {"order_id": "1", "amount": 250.0}}]}
+    )
+    post_decision(client_for(alice), item, {"d0-type": "edit", "d0-arg0": "99.5", "d0-arg1": "1"})
+    client = client_for(alice)
+
+    html = client.get(f"/audit/?action=decided&item={item.pk}").content.decode()
+    export = client.get(f"/audit/?format=csv&action=decided&item={item.pk}")
+
+    assert f"Saw digest <code>{item.digest[:16]}…</code>" in html
+    assert "<code>amount</code> changed: <del>250.0</del> → <ins>99.5</ins>" in html
+    (row,) = csv.DictReader(io.StringIO(b"".join(export.streaming_content).decode()))
+    assert (row["actor_name"], row["digest_seen"]) == ("alice", item.digest)
+    assert json.loads(row["diff"])[0]["changes"] == [
+        {"field": "amount", "change": "changed", "before": "250.0", "after": "99.5"}
+    ]
 
 
 def test_the_audit_log_is_append_only(alice: User) -> None:
