@@ -96,42 +96,53 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def spawn_client(module_args: list[str], cookie: str) -> subprocess.Popen[str]:
+    """`python -m <module_args>` with the session cookie in its environment (text pipes)."""
+    return subprocess.Popen(
+        guarded([sys.executable, "-m", *module_args]),
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT), COOKIE_VARIABLE: cookie},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def first_line(proc: subprocess.Popen[str], timeout: float) -> str | None:
+    """The first line `proc` prints (stripped), or `None` when none came within `timeout`."""
+    import selectors
+
+    assert proc.stdout is not None
+    with selectors.DefaultSelector() as selector:
+        selector.register(proc.stdout, selectors.EVENT_READ)
+        if selector.select(timeout):
+            return proc.stdout.readline().strip()
+    return None
+
+
 class InboxListener:
     """Starts the listener process, waits for `ready`, and collects its frames on `stop()`."""
 
     def __init__(self, ws_base: str, origin: str, cookie: str, clients: int, out: Path) -> None:
         self.out = out
-        self.proc = subprocess.Popen(
-            guarded(
-                [
-                    sys.executable,
-                    "-m",
-                    "bench.live.listener",
-                    "--url",
-                    f"{ws_base}/ws/inbox/",
-                    "--origin",
-                    origin,
-                    "--clients",
-                    str(clients),
-                    "--out",
-                    str(out),
-                ]
-            ),
-            cwd=ROOT,
-            env={**os.environ, "PYTHONPATH": str(ROOT), COOKIE_VARIABLE: cookie},
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
+        self.proc = spawn_client(
+            [
+                "bench.live.listener",
+                "--url",
+                f"{ws_base}/ws/inbox/",
+                "--origin",
+                origin,
+                "--clients",
+                str(clients),
+                "--out",
+                str(out),
+            ],
+            cookie,
         )
 
     def wait_ready(self, timeout: float = 30.0) -> None:
-        assert self.proc.stdout is not None
-        import selectors
-
-        with selectors.DefaultSelector() as selector:
-            selector.register(self.proc.stdout, selectors.EVENT_READ)
-            if selector.select(timeout) and self.proc.stdout.readline().strip() == "ready":
-                return
+        if first_line(self.proc, timeout) == "ready":
+            return
         self.proc.kill()
         _, err = self.proc.communicate(timeout=5)
         raise RuntimeError(f"the inbox websocket did not open: {err.strip()[-800:]}")
