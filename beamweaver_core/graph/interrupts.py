@@ -52,6 +52,9 @@ class TaskScope:
     checkpointing: bool
     answers: list[Any]
     resume: dict[str, Any]
+    # The checkpoint namespace of the graph the node belongs to ("" at the root): the
+    # `ns` of its interrupts, like the breakpoints' and the stream envelopes'.
+    graph_ns: str = ""
     runtime: Runtime | None = None
     run: Any = None
     counter: int = 0
@@ -98,7 +101,7 @@ def interrupt(value: Any) -> Any:
         answer = None if answer is NULL_RESUME else answer
         scope.answers.append(answer)
         return answer
-    raise GraphInterrupt((Interrupt(id=iid, value=value, node=scope.node, ns=scope.task_ns),))
+    raise GraphInterrupt((Interrupt(id=iid, value=value, node=scope.node, ns=scope.graph_ns),))
 
 
 __all__ = [

@@ -163,6 +163,7 @@ class TaskRunner:
         scope = TaskScope(
             node=task.name,
             task_ns=task_ns,
+            graph_ns=loop.ns,
             checkpointing=loop.checkpointer is not None,
             answers=list(answers),
             resume=loop.resume_map,

@@ -390,6 +390,26 @@ def test_a_breakpoint_then_a_dynamic_interrupt_in_the_same_node(
     assert graph.resume(7, config).state == {"v": 7}
 
 
+def test_interrupts_of_root_nodes_are_in_the_root_namespace(
+    checkpointer: MemoryCheckpointer, config: dict[str, Any]
+) -> None:
+    """`Interrupt.ns` is the checkpoint namespace, "" at the root, for `interrupt()` calls
+    and static breakpoints alike (the same as the stream envelopes' `ns`)."""
+    graph = (
+        Graph()
+        .add_node("ask", lambda s: {"answer": interrupt("q")})
+        .add_node("after", lambda s: None)
+        .add_edge(START, "ask")
+        .add_edge("ask", "after")
+        .compile(checkpointer=checkpointer, interrupt_before=["after"])
+    )
+    asked = graph.invoke({}, config)
+    assert (asked.interrupt.ns, asked.interrupt.timing) == ("", None)
+    stopped = graph.resume("yes", config)
+    assert (stopped.interrupt.ns, stopped.interrupt.timing) == ("", "before")
+    assert graph.get_state(config).interrupts[0].ns == ""
+
+
 def test_subgraph_interrupts_surface_at_the_root_and_finished_child_steps_are_not_rerun(
     checkpointer: MemoryCheckpointer, config: dict[str, Any]
 ) -> None:
@@ -424,6 +444,10 @@ def test_subgraph_interrupts_surface_at_the_root_and_finished_child_steps_are_no
     assert snapshot.interrupts == paused.interrupts
     assert snapshot.tasks[0].state.values == {"items": ["pre", "c1"]}
     assert snapshot.tasks[0].state.next == ("c2",)
+    # ns is the checkpoint namespace of the graph holding the node (api.md §1)
+    assert paused.interrupt.node == "c2"
+    assert paused.interrupt.ns == snapshot.tasks[0].state.config["configurable"]["checkpoint_ns"]
+    assert paused.interrupt.ns.startswith("sub:") and paused.interrupt.ns.endswith("|child")
     runs.clear()
     done = parent.resume("yes", config)
     # the child's output list is appended to the parent's (the same as LangGraph's reducers)
@@ -500,3 +524,21 @@ def test_command_parent_at_the_root_is_an_error() -> None:
         root.invoke({})
     with pytest.raises(InvalidUpdateError, match="there is no parent"):
         root.invoke(Command(graph=Command.PARENT))
+
+
+async def test_ainvoke_and_aresume_pause_and_resume_async_nodes(
+    checkpointer: MemoryCheckpointer, config: dict[str, Any]
+) -> None:
+    async def ask(state: dict[str, Any]) -> dict[str, Any]:
+        return {"answer": interrupt({"question": "Approve?"})}
+
+    graph = Graph().add_node("ask", ask).add_edge(START, "ask").compile(checkpointer=checkpointer)
+
+    paused = await graph.ainvoke({}, config)
+    assert isinstance(paused, Interrupted) and paused.interrupt.value == {"question": "Approve?"}
+    with pytest.raises(UnknownInterruptError):
+        await graph.aresume({"0" * 32: 1}, config)  # an id that is not pending
+    done = await graph.aresume(True, config)
+    assert isinstance(done, Completed) and done.state == {"answer": True}
+    with pytest.raises(NothingToResumeError):
+        await graph.aresume(True, config)
