@@ -18,8 +18,8 @@ from beamweaver_core.agent import (
 )
 from beamweaver_core.agent.hitl import rejection_text
 from beamweaver_core.checkpoint import MemoryCheckpointer
-from beamweaver_core.exceptions import NotAReviewError
-from beamweaver_core.graph import Command, Completed, Interrupted, interrupt
+from beamweaver_core.exceptions import InvalidDecisionError, NotAReviewError
+from beamweaver_core.graph import END, START, Command, Completed, Graph, Interrupted, interrupt
 from beamweaver_core.llm import ScriptedChatModel
 from tests.agent.support import Toolbox, ai, call, result
 
@@ -632,3 +632,93 @@ def test_interrupts_in_tools(checkpointer: MemoryCheckpointer, config: dict[str,
         Message.assistant("Deployed."),
     ]
     assert entries == ["v2", "v2"]
+
+
+def test_interrupts_in_tools_the_recommended_middleware(
+    checkpointer: MemoryCheckpointer, config: dict[str, Any]
+) -> None:
+    """Interrupts In Tools, the recommended shape: the send_email policy lives in the
+    middleware (approve / edit / reject, a fixed description, the tool's schema for edits),
+    so the tool body stays free of approval logic and runs once, with the reviewed args."""
+    box = Toolbox()
+
+    class MailAgent(Agent):
+        model = ScriptedChatModel(
+            [
+                ai(call("m1", "send_email", to="admin@example.com", subject="Export failed")),
+                Message.assistant("Sent."),
+            ]
+        )
+        tools = [box.send_email]
+        middleware = [
+            HumanInTheLoop(
+                interrupt_on={
+                    "send_email": {
+                        "allowed_decisions": ["approve", "edit", "reject"],
+                        "description": "Approve or edit this email before sending.",
+                    }
+                },
+                tools=[box.send_email],
+            )
+        ]
+
+    paused = MailAgent.invoke(
+        {"messages": [Message.user("Tell the admin")]}, checkpointer=checkpointer, config=config
+    )
+
+    assert isinstance(paused, Interrupted)
+    review = HITL.from_interrupt(paused.interrupt)
+    assert review.action_requests == (
+        ActionRequest(
+            name="send_email",
+            args={"to": "admin@example.com", "subject": "Export failed"},
+            description="Approve or edit this email before sending.",
+        ),
+    )
+    assert review.review_configs[0].allowed_decisions == ("approve", "edit", "reject")
+    assert review.review_configs[0].args_schema["required"] == ["to", "subject"]
+    for wrong in (
+        [HITL.decision("respond", message="I told them.")],
+        [HITL.decision("edit", edited_action={"name": "send_email", "args": {"to": 1}})],
+    ):
+        with pytest.raises(InvalidDecisionError):
+            MailAgent.resume_review(wrong, checkpointer=checkpointer, config=config)
+    assert box.ran == []
+
+    edited = {"to": "ops@example.com", "subject": "Export failed", "body": "Rerun at 02:00."}
+    done = MailAgent.resume_review(
+        [HITL.decision("edit", edited_action={"name": "send_email", "args": edited})],
+        checkpointer=checkpointer,
+        config=config,
+    )
+
+    assert isinstance(done, Completed)
+    assert box.ran == [("send_email", edited)]
+
+
+def test_custom_hitl_logic_in_a_graph_node(checkpointer: MemoryCheckpointer) -> None:
+    """Custom HITL Logic: the low-level primitive in a graph node; its interrupt is not a
+    review payload (the middleware's action_requests / review_configs are not produced)."""
+
+    def approval_node(state: dict[str, Any]) -> dict[str, Any]:
+        decision = interrupt({"question": "Approve deployment?", "release": state.get("release")})
+        return {"approved_by_human": decision}
+
+    graph = (
+        Graph(name="Deploy")
+        .add_node("approval", approval_node)
+        .add_edge(START, "approval")
+        .add_edge("approval", END)
+        .compile(checkpointer=checkpointer)
+    )
+    config = {"configurable": {"thread_id": "deploy-1"}}
+
+    paused = graph.invoke({"release": "v3"}, config=config)
+
+    assert isinstance(paused, Interrupted)
+    assert paused.interrupt.value == {"question": "Approve deployment?", "release": "v3"}
+    with pytest.raises(NotAReviewError):
+        HITL.from_interrupt(paused.interrupt)
+    done = graph.resume(True, config=config)
+    assert isinstance(done, Completed)
+    assert done.state == {"release": "v3", "approved_by_human": True}
