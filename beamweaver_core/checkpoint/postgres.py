@@ -18,8 +18,14 @@ Same semantics as `MemoryCheckpointer`; what Postgres adds:
   a write that waits for a re-claim sees the bumped token once it commits and is refused
   with `StaleWriterError`. (`FOR KEY SHARE` would not conflict with that update, so a stale
   write could still commit after the take-over.)
-- Reads in two queries: the checkpoint row(s) with their records aggregated in (lateral
-  join), then every blob the checkpoint(s) need, for all channels at once, by version range.
+- `load` is one statement: the checkpoint row with its records and every blob it needs
+  aggregated in (lateral joins; each channel's version range comes from the stored
+  document), so loading a head is one round trip and one read-only transaction, on one
+  snapshot. `history` reads a page of rows, then the blobs of the whole page at once.
+- No head cache. Every invoke and resume reads the head from the database: a head cached in
+  this process goes stale as soon as another process continues the thread, and the no-fork
+  constraint would catch that only at the first write, after a node had already run on
+  the stale state (for a resume: after re-running an interrupt another process answered).
 
 The ORM connection is used synchronously (`blocking = True`: async callers run it in a
 thread). Django gives each thread its own connection, checked out of the pool the settings
