@@ -8,3 +8,5 @@ urlpatterns = [
     path("accounts/", include("django.contrib.auth.urls")),
     path("", include("reviews.urls")),
 ]
+
+handler500 = "beamweaver_core.errors.server_error"

@@ -198,7 +198,8 @@ class Cluster:
 
     def query(self, text: str, *params: Any, database: str = "postgres") -> list[tuple[Any, ...]]:
         with self.connect(database) as conn:
-            return conn.execute(text, params or None).fetchall()
+            cursor = conn.execute(text, params or None)
+            return cursor.fetchall() if cursor.description else []
 
     def create_database(self, name: str) -> str:
         """A new empty database; its URL."""
@@ -250,31 +251,44 @@ class Cluster:
     ) -> Iterator[list[psycopg.Connection[Any]]]:
         """Open idle connections as `user` (created on first use, not a superuser, so
         the superuser slots stay free for the harness) until `count` are open or the
-        server refuses more (`None`: until refused, at most 1,000); closed on exit."""
+        server refuses more (`None`: until refused, at most 1,000); closed on exit.
+        `top_up(held)` takes the slots freed since (e.g. by `terminate`)."""
         if not self.query("SELECT 1 FROM pg_roles WHERE rolname = %s", user):
             self.create_role(user)
         held: list[psycopg.Connection[Any]] = []
-        limit = 1000 if count is None else count
         try:
-            while len(held) < limit:
-                try:
-                    held.append(
-                        psycopg.connect(
-                            self.url(database, user),
-                            autocommit=True,
-                            connect_timeout=5,
-                            application_name="hog",
-                        )
-                    )
-                except psycopg.OperationalError:
-                    if count is not None:
-                        raise
-                    break
+            self.top_up(held, count, database=database, user=user)
             yield held
         finally:
             for conn in held:
                 with contextlib.suppress(Exception):
                     conn.close()
+
+    def top_up(
+        self,
+        held: list[psycopg.Connection[Any]],
+        count: int | None = None,
+        *,
+        database: str = "postgres",
+        user: str = "hog",
+    ) -> int:
+        """Open connections into `held` (see `hold_connections`); how many were added."""
+        limit, before = (1000 if count is None else count), len(held)
+        while len(held) < limit:
+            try:
+                held.append(
+                    psycopg.connect(
+                        self.url(database, user),
+                        autocommit=True,
+                        connect_timeout=5,
+                        application_name="hog",
+                    )
+                )
+            except psycopg.OperationalError:
+                if count is not None:
+                    raise
+                break
+        return len(held) - before
 
     @contextlib.contextmanager
     def pinned_xmin(self, database: str) -> Iterator[int]:

@@ -302,10 +302,13 @@ def crash_rig(
     keep: bool = False,
     cluster_settings: dict[str, Any] | None = None,
     server_env: dict[str, str] | None = None,
+    app_role: bool = False,
     **worker_env: str,
 ) -> Iterator[Rig]:
     """A cluster, a migrated database `hostile`, the tool service, daphne and `workers`
-    worker processes (`worker-1`...), torn down (and deleted unless `keep`) on exit."""
+    worker processes (`worker-1`...), torn down (and deleted unless `keep`) on exit.
+    `app_role`: the server processes connect as an ordinary role `app` (so the superuser
+    slots stay free for the harness), not as the superuser."""
     cluster = Cluster.start(**(cluster_settings or {}))
     work_dir = Path(tempfile.mkdtemp(prefix="bw-hostile-"))
     tools = ToolService().start()
@@ -323,7 +326,14 @@ def crash_rig(
         layer = redis_layer()
         setup_django(url, layer, agents.GRAPHS)
         reviewer = create_reviewer()
-        server = LiveServer(url, "redis", work_dir, layer, workers=0)
+        server_url = url
+        if app_role:
+            cluster.create_role("app")
+            with cluster.connect("hostile") as conn:
+                conn.execute("GRANT ALL ON ALL TABLES IN SCHEMA public TO app")
+                conn.execute("GRANT ALL ON ALL SEQUENCES IN SCHEMA public TO app")
+            server_url = cluster.url("hostile", "app")
+        server = LiveServer(server_url, "redis", work_dir, layer, workers=0)
         base_env = {**FAST, effects.EFFECTS_ENV: tools.url, **(server_env or {})}
         server.env.update({**base_env, "BEAMWEAVER_GRAPHS": os.environ["BEAMWEAVER_GRAPHS"]})
         server.start()
