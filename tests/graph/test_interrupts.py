@@ -542,3 +542,26 @@ async def test_ainvoke_and_aresume_pause_and_resume_async_nodes(
     assert isinstance(done, Completed) and done.state == {"answer": True}
     with pytest.raises(NothingToResumeError):
         await graph.aresume(True, config)
+
+
+def test_a_dict_answer_and_a_map_of_ids_are_told_apart(
+    checkpointer: MemoryCheckpointer, config: dict[str, Any]
+) -> None:
+    """A dict whose keys are not all id-shaped is the answer itself; an answer that looks
+    like a map of ids is given inside a real map."""
+    graph = (
+        Graph()
+        .add_node("ask", lambda s: {"answer": interrupt("q"), "again": interrupt("q2")})
+        .add_edge(START, "ask")
+        .compile(checkpointer=checkpointer)
+    )
+    graph.invoke({}, config)
+    looks_like_ids = {"a" * 32: "not an interrupt id"}
+
+    second = graph.resume({"name": "Ada", "age": 36}, config)
+    assert isinstance(second, Interrupted) and second.interrupt.value == "q2"
+    with pytest.raises(UnknownInterruptError):
+        graph.resume(looks_like_ids, config)
+    done = graph.resume({second.interrupt.id: looks_like_ids}, config)
+
+    assert done.state == {"answer": {"name": "Ada", "age": 36}, "again": looks_like_ids}
