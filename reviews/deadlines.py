@@ -248,8 +248,11 @@ def extend(item_id: Any, user: Any, by: timedelta) -> tuple[int, str, ReviewItem
         item.reminded_at = None if item.remind_at and item.remind_at > now else item.reminded_at
         item.overdue_at = None
         item.save()
-        was = f"{before:%Y-%m-%d %H:%M:%S} UTC" if before else "none"
-        message = f"Deadline extended from {was} to {item.due_at:%Y-%m-%d %H:%M:%S} UTC."
+        due = f"{item.due_at:%Y-%m-%d %H:%M:%S} UTC"
+        if before:
+            message = f"Deadline extended from {before:%Y-%m-%d %H:%M:%S} UTC to {due}."
+        else:
+            message = f"Deadline set to {due} (the item had none)."
         _audit(item, AuditEvent.Action.EXTENDED, message, actor=user)
         realtime.announce(realtime.UPDATED, item.pk, item.thread_id)
         return 200, message, item

@@ -235,3 +235,25 @@ def test_a_manager_extends_a_deadline_from_the_page(settings: Any) -> None:
     assert response.status_code == 200
     assert "Deadline extended from " in response.content.decode()
     assert refused.status_code == 302
+
+
+def test_an_item_without_a_deadline_offers_to_set_one_not_to_extend_it(settings: Any) -> None:
+    use_policies(settings, {"name": "timed", "tool": "notify", "deadline_seconds": 600})
+    manager = make_manager("manager")
+    untimed = pause()
+    timed = pause(input={"calls": [{"name": "notify", "args": {}}]})
+    assert untimed.due_at is None and timed.due_at is not None
+    client = client_for(manager)
+
+    untimed_page = client.get(f"/items/{untimed.pk}/").content.decode()
+    timed_page = client.get(f"/items/{timed.pk}/").content.decode()
+    response = client.post(f"/items/{untimed.pk}/extend/", {"hours": "4"}, HTTP_HX_REQUEST="true")
+
+    assert '<label for="extend-by">Set a deadline</label>' in untimed_page
+    assert "Extend the deadline by" not in untimed_page
+    assert '<label for="extend-by">Extend the deadline by</label>' in timed_page
+    assert "Set a deadline" not in timed_page
+    text = response.content.decode()
+    assert "Deadline set to " in text and "(the item had none)" in text
+    assert "extended from none" not in text
+    assert '<label for="extend-by">Extend the deadline by</label>' in text
