@@ -255,6 +255,34 @@ class Rig:
         wait_until(moved, timeout, f"another worker to resume {thread}", 0.02)
         return time.monotonic()
 
+    def settle(self, threads: list[str], timeout: float) -> list[str]:
+        """Wait (bounded) until every thread completed; the ones that did not, each
+        described in `notes` (its runs, review items and decisions)."""
+        deadline = time.monotonic() + timeout
+        left = list(threads)
+        while left and time.monotonic() < deadline:
+            left = [t for t in left if self.thread_status(t) != "completed"]
+            time.sleep(0.1)
+        for thread in left:
+            self.notes.append(f"{thread} not completed: {self.describe(thread)}")
+        return left
+
+    def describe(self, thread: str) -> dict[str, Any]:
+        return {
+            "thread": self.thread_status(thread),
+            "runs": self.query(
+                "SELECT kind, status, attempts, fencing_token, left(error, 200) FROM bw_run "
+                "WHERE thread_id = %s ORDER BY created_at",
+                thread,
+            ),
+            "items": self.query(
+                "SELECT i.id, i.kind, i.status, d.id, d.outcome, d.resume_run_id "
+                "FROM bw_review_item i LEFT JOIN bw_review_decision d ON d.item_id = i.id "
+                "WHERE i.thread_id = %s ORDER BY i.id",
+                thread,
+            ),
+        }
+
     # -- checks ---------------------------------------------------------------------------
 
     def effects_by_thread(self) -> dict[str, int]:
