@@ -19,6 +19,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -321,6 +322,56 @@ class Rig:
                 thread,
             )
         )
+
+
+class Feeder:
+    """Keeps at least `backlog` unreviewed `fetch_file` runs queued (a saturating load)
+    from a thread of this process, until `stop()`; bounded by `limit` runs in all."""
+
+    def __init__(self, rig: Rig, tag: str, backlog: int = 20, limit: int = 20_000) -> None:
+        self.rig, self.tag, self.backlog, self.limit = rig, tag, backlog, limit
+        self.started: list[str] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._feed, name="feeder", daemon=True)
+
+    def _feed(self) -> None:
+        from django.db import connection
+
+        try:
+            while not self._stop.is_set() and len(self.started) < self.limit:
+                queued = int(self.rig.scalar("SELECT count(*) FROM bw_run WHERE status = 'queued'"))
+                if queued < self.backlog:
+                    batch = f"{self.tag}-{len(self.started)}"
+                    self.started += self.rig.start_runs(10, "fetch_file", batch)
+                else:
+                    self._stop.wait(0.1)
+        except Exception:
+            log.exception("feeder stopped")
+        finally:
+            connection.close()
+
+    def __enter__(self) -> Feeder:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(30)
+
+
+def completed_between(rig: Rig, start: float, end: float) -> int:
+    """Runs that finished successfully between two wall-clock times."""
+    return int(
+        rig.scalar(
+            "SELECT count(*) FROM bw_run WHERE status = 'succeeded' "
+            "AND finished_at >= to_timestamp(%s) AND finished_at < to_timestamp(%s)",
+            start,
+            end,
+        )
+    )
 
 
 @contextlib.contextmanager
