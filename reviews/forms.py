@@ -20,13 +20,14 @@ from typing import Any
 from django import forms
 from django.http import QueryDict
 
-from beamweaver_core.agent.review import HITL, ActionRequest, ReviewConfig
+from beamweaver_core.agent.review import EXECUTING_TYPES, HITL, ActionRequest, ReviewConfig
 from beamweaver_core.exceptions import NotAReviewError
 from beamweaver_core.redaction import REDACTED, redact
 from beamweaver_core.runtime import registry
-from reviews import payloads
+from reviews import payloads, quorum
 from reviews.diffs import args_diff
 from reviews.models import NotificationEvent, NotificationPreference, ReviewItem
+from reviews.permissions import DecisionOffer, decision_offer
 from reviews.services import DecisionRequest
 
 DECISION_LABELS = {
@@ -82,6 +83,11 @@ class ActionForm:
     def prefix(self) -> str:
         return f"d{self.index}"
 
+    @property
+    def offered(self) -> list[str]:
+        """The decisions this reviewer may choose for the action."""
+        return [value for value, _ in self.allowed]
+
 
 @dataclass
 class ReviewForm:
@@ -97,22 +103,43 @@ class ReviewForm:
     invalid_payload: str = ""
     note: str = ""
     reason: str = ""
+    offer: DecisionOffer = field(default_factory=lambda: DecisionOffer(True, True, True))
+    limits: list[str] = field(default_factory=list)
 
     @property
     def approve_all(self) -> bool:
-        return len(self.actions) > 1 and all(
-            "approve" in a.config.allowed_decisions for a in self.actions
-        )
+        return len(self.actions) > 1 and all("approve" in a.offered for a in self.actions)
+
+    @property
+    def offered(self) -> set[str]:
+        """Every decision offered on some action."""
+        return {value for card in self.actions for value in card.offered}
+
+    @property
+    def can_submit(self) -> bool:
+        """Whether this reviewer can send any answer the service would accept."""
+        if not self.offer.decide or self.invalid_payload:
+            return False
+        if self.item.kind == ReviewItem.Kind.TOOL_REVIEW:
+            return bool(self.actions) and all(card.allowed for card in self.actions)
+        if self.item.kind == ReviewItem.Kind.BREAKPOINT:
+            return self.offer.execute
+        return True
 
 
 def review_form(
     item: ReviewItem,
+    user: Any,
     data: QueryDict | None = None,
     problems: Sequence[Mapping[str, Any]] = (),
 ) -> ReviewForm:
-    """The form for `item`, bound to posted `data` (after a refusal) or fresh."""
+    """The form for `item` as `user` may answer it (only the decisions the review policy
+    lets them make, and why the others are missing), bound to posted `data` (after a
+    refusal) or fresh."""
     client_id = (data or {}).get("client_decision_id") or uuid.uuid4().hex
-    form = ReviewForm(item=item, client_decision_id=str(client_id)[:64])
+    form = ReviewForm(
+        item=item, client_decision_id=str(client_id)[:64], offer=decision_offer(user, item)
+    )
     if data is not None:
         form.note = str(data.get("note", ""))
         form.reason = str(data.get("reason", ""))
@@ -125,12 +152,64 @@ def review_form(
         for index, (action, config) in enumerate(
             zip(review.action_requests, review.review_configs, strict=True)
         ):
-            form.actions.append(_action_form(index, action, config, data))
+            card = _action_form(index, action, config, data)
+            card.allowed = [(d, label) for d, label in card.allowed if d not in _held(form.offer)]
+            form.actions.append(card)
     elif item.kind == ReviewItem.Kind.INTERRUPT and data is not None:
         form.answer_text = data.get("answer", "")
         form.answer_format = "text" if data.get("answer_format") == "text" else "json"
+    form.limits = _limits(form)
     _attach_problems(form, problems)
     return form
+
+
+def _held(offer: DecisionOffer) -> set[str]:
+    if not offer.decide:
+        return set(DECISION_LABELS)
+    held = set() if offer.execute else set(EXECUTING_TYPES)
+    return held if offer.edit else held | {"edit"}
+
+
+def _limits(form: ReviewForm) -> list[str]:
+    """Why some decisions are not offered, in the words the page shows."""
+    item, offer = form.item, form.offer
+    if offer.why == "not_allowed":
+        return [
+            "The review policy of this item does not let you decide it; a manager can "
+            "reassign it to you."
+        ]
+    left = form.offered
+    if item.kind == ReviewItem.Kind.BREAKPOINT:
+        if offer.why == "self_approval":
+            return [
+                "You started this run, so another reviewer must continue it; you can still "
+                "cancel the run from its thread page."
+            ]
+        return []
+    if item.kind != ReviewItem.Kind.TOOL_REVIEW:
+        return []
+    still = " or ".join(
+        {"reject": "reject", "respond": "respond instead"}[d]
+        for d in ("reject", "respond")
+        if d in left
+    )
+    limits = []
+    if offer.why == "self_approval":
+        text = "You started this run, so another reviewer must approve it"
+        limits.append(f"{text}; you can still {still}." if still else f"{text}.")
+    elif offer.why == "already_approved":
+        text = (
+            f"You approved this item; it needs {quorum.missing(item)} more approval(s) from "
+            "other reviewers"
+        )
+        limits.append(f"{text}; you can still {still}." if still else f"{text}.")
+    elif not offer.edit and any("edit" in c.config.allowed_decisions for c in form.actions):
+        limits.append(
+            f"This item needs {item.required_approvals} approvals from different reviewers, "
+            "so it cannot be edited: approve it, or reject it with a message saying what "
+            "to change."
+        )
+    return limits
 
 
 def _action_form(

@@ -14,7 +14,7 @@ from django.utils import timezone
 from beamweaver_core.models import Run, Thread
 from reviews import inbox, quorum, reasons, threads
 from reviews.models import Decision, ReviewItem, ReviewPresence
-from reviews.permissions import can_manage, is_decider, reviewers
+from reviews.permissions import can_manage, decision_offer, is_decider, reviewers
 
 PRESENCE_TTL = timedelta(seconds=60)
 
@@ -66,6 +66,7 @@ def item_context(item: ReviewItem, user: Any) -> dict[str, Any]:
         "decided_by_you": decision is not None and decision.user_id == user.pk,
         "viewers": viewers(item, user),
         "routing": routing(item, user),
+        "offer": decision_offer(user, item) if item.is_pending else None,
         "reasons": reasons.rejection_reasons(),
     }
 

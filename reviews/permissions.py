@@ -134,6 +134,41 @@ def decision_refusal(user: Any, item: Any, *, executes: bool) -> Refusal | None:
     return None
 
 
+@dataclass(frozen=True)
+class DecisionOffer:
+    """Which kinds of answer `decision_offer` lets a user give on an item now.
+
+    `decide`: any answer at all; `execute`: answers that let something run (approve,
+    edit, continue a breakpoint); `edit`: an edit. `why` names the rule that holds
+    something back ("" when nothing is): `not_allowed`, `self_approval` (the user started
+    the run) or `already_approved` (their approval counts towards a quorum already); an
+    item that needs several approvals never offers an edit."""
+
+    decide: bool
+    execute: bool
+    edit: bool
+    why: str = ""
+
+
+def decision_offer(user: Any, item: Any) -> DecisionOffer:
+    """What the item page offers `user` (the same rules `decision_refusal` enforces; a
+    claim by someone else is left to the refusal, since it changes while the page is
+    open)."""
+    # Imported here: quorum imports this module.
+    from reviews import quorum
+
+    if not is_decider(user, item):
+        return DecisionOffer(False, False, False, "not_allowed")
+    if item.kind == "interrupt":  # answers, never approvals
+        return DecisionOffer(True, True, True)
+    edit = not quorum.applies(item)
+    if item.requested_by_id is not None and item.requested_by_id == user.pk:
+        return DecisionOffer(True, False, False, "self_approval")
+    if quorum.applies(item) and any(a.user_id == user.pk for a in quorum.counted(item)):
+        return DecisionOffer(True, False, False, "already_approved")
+    return DecisionOffer(True, True, edit)
+
+
 def _holders(permission: str) -> QuerySet[Any]:
     app, codename = permission.split(".")
     ids = Permission.objects.filter(content_type__app_label=app, codename=codename)
@@ -208,10 +243,12 @@ def reviewer_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpRe
 __all__ = [
     "MANAGE_PERMISSION",
     "REVIEW_PERMISSION",
+    "DecisionOffer",
     "Refusal",
     "can_manage",
     "can_review",
     "can_see_thread",
+    "decision_offer",
     "decision_refusal",
     "group_ids",
     "is_decider",

@@ -131,7 +131,7 @@ def _item_page(
     context = partials.item_context(item, request.user)
     context.update(
         {
-            "form": form or forms.review_form(item),
+            "form": form or forms.review_form(item, request.user),
             "outcome": outcome,
             "thread": item.thread,
             "ws_url": f"/ws/items/{item.pk}/?digest={item.digest}",
@@ -181,7 +181,7 @@ def decide_view(request: HttpRequest, pk: int) -> HttpResponse:
             )
         )
         raise Http404("No such review item.")
-    form = forms.review_form(item)
+    form = forms.review_form(item, request.user)
     outcome = services.decide(forms.decision_request(item, data, request.user, form))
     if outcome.status == 404:
         raise Http404("No such review item.")
@@ -191,7 +191,7 @@ def decide_view(request: HttpRequest, pk: int) -> HttpResponse:
         return HttpResponseRedirect(reverse("reviews:item", args=[item.pk]))
     bound = None
     if outcome.status == 422 and item.is_pending:
-        bound = forms.review_form(item, data, outcome.problems)
+        bound = forms.review_form(item, request.user, data, outcome.problems)
     response = _item_page(request, item, form=bound, outcome=outcome, status=outcome.status)
     if outcome.status == 403:
         # A policy refusal to show in place, not a lost session (static/js/beamweaver.js).
@@ -207,10 +207,18 @@ def preview_edit_view(request: HttpRequest, pk: int, index: int) -> HttpResponse
     if data is None:
         return _too_large()
     item = _item_or_404(request, pk)
-    form = forms.review_form(item, data)
+    form = forms.review_form(item, request.user, data)
     if not 0 <= index < len(form.actions):
         raise Http404("No such action.")
     card = form.actions[index]
+    if "edit" not in card.offered:
+        response = HttpResponse(
+            " ".join(form.limits) or "You may not edit this action.",
+            status=403,
+            content_type="text/plain; charset=utf-8",
+        )
+        response["X-BeamWeaver-Refusal"] = form.offer.why or "not_allowed"
+        return response
     forms.preview(card, data)
     if request.htmx:
         return render(

@@ -177,8 +177,9 @@ def test_a_phone_width_inbox_and_item_page_fit_the_screen(sessions: Any) -> None
 
 
 def test_a_run_started_from_the_page_pauses_live_and_completes(sessions: Any) -> None:
-    """Alice starts the run, so she may not approve it (shown in place, not as a lost
-    session); Bob approves it."""
+    """Alice starts the run, so she is not offered Approve or Edit and the page says why;
+    a self-approval sent anyway (a stale or crafted form) is refused in place, not shown
+    as a lost session; Bob approves it."""
     alice = sessions(make_reviewer("alice"))
     bob = sessions(make_reviewer("bob"))
     page = alice.open("/runs/new/")
@@ -193,7 +194,14 @@ def test_a_run_started_from_the_page_pauses_live_and_completes(sessions: Any) ->
     page.wait_for_selector("#decision-form")
     assert "Refund order 1234 $250" in page.inner_text(".conversation")
     assert "Dana Whitfield" in page.inner_text(".description")
-    page.check("input[name=d0-type][value=approve]")
+    assert page.locator("input[name=d0-type][value=approve]").count() == 0
+    assert page.locator("input[name=d0-type][value=edit]").count() == 0
+    assert "another reviewer must approve it" in page.inner_text("#decision-limits")
+    page.eval_on_selector(
+        "fieldset.choices",
+        """set => set.insertAdjacentHTML('beforeend',
+            '<input type="radio" name="d0-type" value="approve" checked>')""",
+    )
     page.click("#decision-form button[type=submit]:has-text('Submit decision')")
     page.wait_for_selector(
         "#decision-outcome:has-text('You started this run, so you cannot approve it')",

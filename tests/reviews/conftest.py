@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import pytest
@@ -82,3 +83,24 @@ def alice(db: Any) -> User:
 @pytest.fixture
 def bob(db: Any) -> User:
     return make_reviewer("bob")
+
+
+def approve_as(user: User, item: ReviewItem) -> Any:
+    """Approve every action of `item` through the decision service, as `user`."""
+    from reviews.services import DecisionRequest, decide
+
+    return decide(
+        DecisionRequest(
+            item_id=item.pk,
+            user=user,
+            client_decision_id=uuid.uuid4().hex,
+            digest=item.digest,
+            answer={"decisions": [{"type": "approve"}]},
+        )
+    )
+
+
+def form_post(item: ReviewItem, **fields: str) -> dict[str, str]:
+    """The fields the item page's decision form posts, plus `fields`."""
+    base = {"client_decision_id": uuid.uuid4().hex, "digest": item.digest}
+    return {**base, "interrupt_id": item.interrupt_id, **fields}
