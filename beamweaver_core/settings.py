@@ -310,6 +310,9 @@ BEAMWEAVER: dict[str, Any] = {
     "HEARTBEAT_SECONDS": float(os.environ.get("BEAMWEAVER_HEARTBEAT_SECONDS", "5")),
     "POLL_SECONDS": float(os.environ.get("BEAMWEAVER_POLL_SECONDS", "2")),
     "MAX_ATTEMPTS": int(os.environ.get("BEAMWEAVER_MAX_ATTEMPTS", "5")),
+    # How often open inbox, item and thread pages re-read their live parts over HTTP, so
+    # that a lost websocket hint (Redis down, a dropped message) is caught up.
+    "LIVE_POLL_SECONDS": float(os.environ.get("BEAMWEAVER_LIVE_POLL_SECONDS", "20")),
     # Review operations (docs/review-operations.md). Where deep links in notifications
     # point; policies (defaults; admin rows override them); signed webhook endpoints.
     "BASE_URL": os.environ.get("BEAMWEAVER_BASE_URL", "http://localhost:8000"),

@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from django import template
+from django.conf import settings
 from django.utils import timezone
 from django.utils.html import conditional_escape, format_html
 from django.utils.safestring import SafeString, mark_safe
@@ -23,6 +24,14 @@ from beamweaver_core.redaction import redact, redact_text
 from reviews import analytics
 
 register = template.Library()
+
+
+@register.simple_tag
+def live_poll() -> str:
+    """The `hx-trigger` of a page's catch-up poll (`BEAMWEAVER["LIVE_POLL_SECONDS"]`)."""
+    seconds = float(settings.BEAMWEAVER.get("LIVE_POLL_SECONDS", 20))
+    return f"every {max(100, round(seconds * 1000))}ms"
+
 
 _KEEP = {"\n", "\t"}
 _INVISIBLE_CATEGORIES = {"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"}

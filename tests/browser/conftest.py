@@ -53,21 +53,28 @@ def _wait_until_up(url: str, proc: subprocess.Popen[Any], log: Path, timeout: fl
 
 @pytest.fixture(scope="module")
 def daphne_server(
-    django_db_setup: Any, django_db_blocker: Any, tmp_path_factory: pytest.TempPathFactory
+    request: pytest.FixtureRequest,
+    django_db_setup: Any,
+    django_db_blocker: Any,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[str]:
     """A daphne serving the project on the test database; yields its base URL.
 
     One per test module: its in-process workers claim queued runs from the test database,
     so it must not outlive the tests that expect it (the tests collected after it queue
-    and claim runs themselves)."""
+    and claim runs themselves). A module's `SERVER_ENV` dict adds to or overrides the
+    server's environment."""
     with django_db_blocker.unblock():
         env = child_env(
-            BEAMWEAVER_GRAPHS=json.dumps(REVIEW_GRAPHS),
-            BEAMWEAVER_WORKER_MODE="inline",
-            BEAMWEAVER_POLL_SECONDS="0.2",
-            BEAMWEAVER_DEMO_MODEL="scripted",
-            BEAMWEAVER_LOG_LEVEL="WARNING",
-            DEBUG="0",
+            **{
+                "BEAMWEAVER_GRAPHS": json.dumps(REVIEW_GRAPHS),
+                "BEAMWEAVER_WORKER_MODE": "inline",
+                "BEAMWEAVER_POLL_SECONDS": "0.2",
+                "BEAMWEAVER_DEMO_MODEL": "scripted",
+                "BEAMWEAVER_LOG_LEVEL": "WARNING",
+                "DEBUG": "0",
+                **getattr(request.module, "SERVER_ENV", {}),
+            }
         )
     env.pop("REDIS_URL", None)
     port = _free_port()
