@@ -52,7 +52,7 @@ def database_from_url(url: str) -> dict[str, Any]:
     options: dict[str, Any] = dict(parse_qsl(parts.query))
     host = unquote(parts.hostname or "") or options.pop("host", "")
     return {
-        "ENGINE": "django.db.backends.postgresql",
+        "ENGINE": "beamweaver_core.postgres",
         "NAME": unquote(parts.path.lstrip("/")) or "postgres",
         "USER": unquote(parts.username or ""),
         "PASSWORD": unquote(parts.password or ""),

@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def test_database_url_is_translated_into_a_django_database() -> None:
     db = database_from_url("postgresql://bw:s%40cret@db.example:6543/beam?sslmode=require")
     assert db == {
-        "ENGINE": "django.db.backends.postgresql",
+        "ENGINE": "beamweaver_core.postgres",
         "NAME": "beam",
         "USER": "bw",
         "PASSWORD": "s@cret",

@@ -5,9 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from django.db.backends.postgresql import base
-
 from beamweaver_core.embedded_postgres import ensure_server
+from beamweaver_core.postgres import base
 
 
 class DatabaseWrapper(base.DatabaseWrapper):

@@ -97,14 +97,13 @@ def run(options: Options) -> Outcome:
             rig.log_text(n).count("couldn't get a connection") for n in rig.alive_workers()
         )
         out.figures["worker pool timeouts (couldn't get a connection)"] = stalls
-        if during < baseline / 2:
+        out.checks["no pool timeout with the server up"] = stalls == 0
+        if stalls:
             out.notes.append(
-                "Progress collapses under the storm: psycopg_pool checks a pooled connection "
-                "when it is taken (CONN_HEALTH_CHECKS) and, after a failed check, backs off "
-                "1 s, 2 s, 4 s... before the next try; a storm killing idle backends every "
-                "0.5 s kills each replacement before the retry takes it, so a worker waits "
-                "for the whole pool timeout (10 s) and gets PoolTimeout. Without the check "
-                "the same storm costs one failed query per killed connection. Not fixed here."
+                "Workers waited for the whole pool timeout with the server up: a pooled "
+                "connection that fails its checkout check makes psycopg_pool back off "
+                "1 s, 2 s, 4 s..., and the storm kills each replacement before the retry "
+                "(see beamweaver_core.postgres.CheckedPool, which takes the next at once)."
             )
     out.passed = all(out.checks.values())
     return out

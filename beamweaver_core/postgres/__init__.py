@@ -1,0 +1,2 @@
+"""Django database backend: PostgreSQL with a pool that survives killed backends
+(`ENGINE = "beamweaver_core.postgres"`; see `base`)."""
