@@ -1,7 +1,8 @@
 """The tool-execution ledger in Postgres, fenced to the run that executes the tools.
 
-Beginning a call is one conditional statement: it records the call only while the run
-still holds its fencing token, so a worker that lost its lease cannot start a tool.
+Beginning a call and recording its result are each one conditional statement: they
+write only while the run still holds its fencing token, so a worker that lost its lease
+can neither start a tool nor overwrite the result the new owner recorded.
 """
 
 from __future__ import annotations
@@ -27,6 +28,14 @@ WITH ours AS (
     RETURNING (xmax = 0) AS fresh, status, message
 )
 SELECT (SELECT count(*) FROM ours), fresh, status, message FROM inserted
+"""
+
+_FINISH = """
+WITH ours AS (
+    SELECT 1 FROM bw_run WHERE id = %(run)s AND fencing_token = %(token)s AND status = 'running' FOR SHARE
+)
+UPDATE bw_tool_execution SET status = 'done', message = %(message)s, finished_at = now()
+ WHERE key = %(key)s AND EXISTS (SELECT 1 FROM ours)
 """
 
 
@@ -64,10 +73,22 @@ class PostgresToolLedger:
         return LedgerEntry("started")
 
     def finish(self, key: str, message: Message) -> None:
+        """Record the call's result, only while the run still holds its fencing token:
+        a zombie that wakes after its tool ran cannot overwrite what the new owner
+        recorded (it abandons with `StaleWriterError`)."""
+        params = {
+            "run": self.claim.run_id,
+            "token": self.claim.token,
+            "key": key,
+            "message": json.dumps(message.to_dict(), ensure_ascii=False),
+        }
         with connections[self.using].cursor() as cursor:
-            cursor.execute(
-                "UPDATE bw_tool_execution SET status = 'done', message = %s, finished_at = now() WHERE key = %s",
-                [json.dumps(message.to_dict(), ensure_ascii=False), key],
+            cursor.execute(_FINISH, params)
+            recorded = cursor.rowcount == 1
+        if not recorded:
+            raise StaleWriterError(
+                f"Run {self.claim.run_id} no longer owns thread {self.claim.thread_id!r}; "
+                f"the result of tool call {key[:12]} was not recorded."
             )
 
 

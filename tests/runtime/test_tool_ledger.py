@@ -47,3 +47,28 @@ def test_a_worker_that_lost_its_lease_cannot_start_a_tool() -> None:
     with pytest.raises(StaleWriterError, match="was not started"):
         PostgresToolLedger(old).begin("z" * 64, tool="refund", thread_id="ledger-zombie", args={})
     assert not ToolExecution.objects.filter(key="z" * 64).exists()
+
+
+def test_a_worker_that_lost_its_lease_cannot_record_a_result() -> None:
+    """A zombie woken after its tool ran (hostile case 15) leaves the new owner's record."""
+    service.start_run("approval", {}, thread_id="ledger-zombie-finish")
+    old = claim_next_run("old", 30)
+    assert old is not None
+    PostgresToolLedger(old).begin(
+        "f" * 64, tool="refund", thread_id="ledger-zombie-finish", args={}
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE bw_run SET lease_expires_at = now() - interval '1 second' WHERE id = %s",
+            [old.run_id],
+        )
+    sweep_expired_leases(max_attempts=5)
+    new = claim_next_run("new", 30)
+    assert new is not None
+    theirs = Message.tool("refunded by the new owner", tool_call_id="c1", name="refund")
+    PostgresToolLedger(new).finish("f" * 64, theirs)
+
+    with pytest.raises(StaleWriterError, match="was not recorded"):
+        PostgresToolLedger(old).finish("f" * 64, Message.tool("zombie", tool_call_id="c1"))
+    row = ToolExecution.objects.get(key="f" * 64)
+    assert Message.from_dict(row.message) == theirs
