@@ -73,6 +73,7 @@ def run(options: Options) -> Outcome:
             "every decision accepted (2xx)": all(200 <= s < 300 for s in statuses),
             "the zombie's writes failed the fencing check": all(refused),
             "no checkpoint written by the zombie": all(chain_kept),
+            "the zombie's ledger result refused (row as the new owner left it)": all(ledger_kept),
             "no forked checkpoint chain": rig.forked_chains() == 0,
             "ledger 1 per logical action": all(applied.get(t) == 1 for t in threads),
             "runs completed by the new owner": all(
