@@ -134,7 +134,13 @@ class Rig:
 
     def start_runs(self, count: int, tool: str, tag: str) -> list[str]:
         """Start `count` runs of the ledger agent proposing one `tool` call each."""
+        from django.db import connection
+
         from beamweaver_core.runtime.service import start_run
+
+        # This process holds its connection between calls (no request cycle closes it):
+        # after a Postgres restart it is dead, so take a fresh (checked) one.
+        connection.close()
 
         threads = []
         for index in range(count):
