@@ -1,5 +1,5 @@
 """Case 25: one inbox socket that never reads while 500 interrupts arrive in 10 s (quick:
-150 in 5 s), next to healthy inbox sockets.
+150 in 5 s), next to 4 healthy inbox sockets.
 
 daphne and one worker in `redis` mode on a throwaway Redis. Runs that pause at once are
 queued at 50 per second; each pause hints every open inbox, whose consumer renders the
@@ -33,7 +33,7 @@ CREATED = "SELECT id, extract(epoch FROM created_at)::float8 FROM bw_review_item
 
 def run(options: Options) -> Outcome:
     n, seconds = (150, 5.0) if options.quick else (500, 10.0)
-    healthy = 5 if options.quick else 20
+    healthy = 4  # every open inbox renders each hint: 5 sockets x 50/s already fill 2 cores
     checks: dict[str, bool] = {}
     figures: dict[str, Any] = {}
     with realtime.redis_stack(keep=options.keep) as (stack, redis):
@@ -51,7 +51,7 @@ def run(options: Options) -> Outcome:
             with pg.connect(url) as conn:
                 rows = conn.execute(CREATED, (last_id,)).fetchall()
             wanted = {(s, r[0]) for r in rows for s in range(1, healthy + 1)}
-            deadline = time.monotonic() + 60
+            deadline = time.monotonic() + 150
             while time.monotonic() < deadline and wanted - set(first_seen(fleet.events())):
                 time.sleep(0.5)
             slow_before = len([f for f in frames(fleet.events()) if f[2] == 0])
