@@ -84,7 +84,7 @@ class _Fleet:
                     max_queue=1 if slow else 64,
                     compression=None,
                     proxy=None,
-                    open_timeout=20,
+                    open_timeout=60,
                 ) as socket:
                     self.write("open", time.time(), index, attempt)
                     attempt = 0
@@ -130,8 +130,7 @@ async def main_async(args: argparse.Namespace) -> None:
         tasks = []
         for index, path in enumerate(paths):
             tasks.append(asyncio.create_task(fleet.run_socket(index, path)))
-            if index % 50 == 49:
-                await asyncio.sleep(0.05)  # a page load at a time, not one SYN flood
+            await asyncio.sleep(1 / args.open_rate)  # pages load over time, not in one SYN flood
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(fleet.all_open.wait(), args.ready_timeout)
         sys.stdout.write(f"ready {len(fleet.opened)}\n")
@@ -151,6 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--slow", type=int, default=0, help="how many sockets never read")
     parser.add_argument("--reconnect", action="store_true")
     parser.add_argument("--ready-timeout", type=float, default=60.0)
+    parser.add_argument("--open-rate", type=float, default=1000.0, help="first opens per second")
     args = parser.parse_args(argv)
     args.cookie = os.environ[COOKIE_VARIABLE]
     asyncio.run(main_async(args))
@@ -171,6 +171,8 @@ class SocketFleet:
         slow: int = 0,
         reconnect: bool = True,
         name: str = "sockets",
+        open_rate: float = 1000.0,
+        ready_timeout: float = 60.0,
     ) -> None:
         self.out = work_dir / f"{name}.jsonl"
         self.paths = paths
@@ -178,6 +180,7 @@ class SocketFleet:
         listing.write_text("\n".join(paths) + "\n")
         command = ["bench.hostile.sockets", "--base", ws_base, "--origin", origin]
         command += ["--paths", str(listing), "--out", str(self.out), "--slow", str(slow)]
+        command += ["--open-rate", str(open_rate), "--ready-timeout", str(ready_timeout)]
         self.proc = spawn_client(command + (["--reconnect"] if reconnect else []), cookie)
 
     def wait_ready(self, timeout: float = 90.0) -> int:

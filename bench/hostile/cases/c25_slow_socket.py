@@ -60,6 +60,7 @@ def run(options: Options) -> Outcome:
             realtime.wait_converged(fleet, healthy + 1, pending_now, 90.0)
             memory = rss.stop()
             events = fleet.stop()
+            daphne_log = (stack.work_dir / "daphne.log").read_text(errors="replace")
         seen = first_seen(events)
         push = [
             seen[(s, i)] - created
@@ -90,6 +91,10 @@ def run(options: Options) -> Outcome:
                 "slow_socket_closed": len(slow_closes),
                 "pending_in_postgres": pending_now,
                 "pending_shown_by_slow": shown.get(0),
+                "healthy_socket_closes": sum(
+                    1 for e in events if e[0] == "close" and 0 < e[2] <= healthy
+                ),
+                "inbox_push_failures_logged": daphne_log.count("Inbox push failed"),
                 "healthy_pages_converged": f"{sum(1 for s in range(1, healthy + 1) if shown.get(s) == pending_now)}/{healthy}",
             }
         )
