@@ -88,7 +88,11 @@
     var row = document.getElementById(selectedId);
     if (row) row.classList.add("is-selected");
   }
-  document.addEventListener("htmx:afterSettle", restoreSelection);
+  // Live pushes re-render rows (out-of-band swaps over the websocket): keep the row the
+  // operator moved to selected through every kind of swap, not only settled ones.
+  ["htmx:afterSettle", "htmx:oobAfterSwap", "htmx:wsAfterMessage"].forEach(function (name) {
+    document.addEventListener(name, restoreSelection);
+  });
 
   document.addEventListener("keydown", function (event) {
     if (event.altKey || event.ctrlKey || event.metaKey) return;

@@ -143,11 +143,12 @@ def test_inbox_keys_j_and_k_move_and_enter_opens(sessions: Any) -> None:
 
     for key in ("j", "j", "j", "j", "k"):  # j stops at the last row
         page.keyboard.press(key)
-    assert "is-selected" in (page.get_attribute(f"#item-row-{items[1].pk}", "class") or "")
+    # A live push may re-render the rows meanwhile: the selection must survive it.
+    page.wait_for_selector(f"#item-row-{items[1].pk}.is-selected", timeout=WAIT)
     assert page.locator("#inbox-rows > li.is-selected").count() == 1
     page.keyboard.press("k")
     page.keyboard.press("k")  # k stops at the first row
-    assert "is-selected" in (page.get_attribute(f"#item-row-{items[0].pk}", "class") or "")
+    page.wait_for_selector(f"#item-row-{items[0].pk}.is-selected", timeout=WAIT)
     page.keyboard.press("j")
     page.keyboard.press("Enter")
 
