@@ -28,6 +28,7 @@ from django.contrib.auth import SESSION_KEY, get_user_model
 from django.utils import timezone
 
 from beamweaver_core.runtime.groups import INBOX_GROUP, review_item_group, thread_group
+from beamweaver_core.webserver import WEBSOCKET_MAX_MESSAGE
 from reviews import inbox, partials, realtime, threads
 from reviews.models import ReviewItem, ReviewPresence
 from reviews.permissions import can_review, visible_threads
@@ -40,6 +41,8 @@ ROW_HINTS = frozenset(
 )
 """The hints an inbox answers by re-rendering the row (every one through `review_created`)."""
 CLOSE_FORBIDDEN = 4403
+FRAME_BUDGET = WEBSOCKET_MAX_MESSAGE // 2
+"""Bytes of rows one inbox frame carries (a burst is sent as several frames)."""
 
 
 class LiveConsumer(AsyncWebsocketConsumer):
@@ -208,7 +211,12 @@ class InboxConsumer(LiveConsumer):
         try:
             while self.__dict__.get("_dirty"):
                 batch, self._dirty = self._dirty, {}
-                await self.refresh(self._rows_update, batch)
+                frames = await database_sync_to_async(self._checked_frames)(batch)
+                if frames is None:
+                    await self.close(code=CLOSE_FORBIDDEN)
+                    return
+                for frame in frames:
+                    await self.push(frame)
         except Exception:
             # As a failing handler would: the page reconnects and resyncs from Postgres.
             logger.warning("Inbox push failed; closing the socket", exc_info=True)
@@ -220,7 +228,12 @@ class InboxConsumer(LiveConsumer):
             flushing.cancel()
         await super().disconnect(code)
 
-    def _rows_update(self, batch: dict[int, str]) -> str:
+    def _checked_frames(self, batch: dict[int, str]) -> list[str] | None:
+        return self._rows_frames(batch) if self._still_allowed() else None
+
+    def _rows_frames(self, batch: dict[int, str]) -> list[str]:
+        """The rows of `batch`, then the counts and the pager, in frames of at most
+        `FRAME_BUDGET` bytes each (daphne refuses to send a message over its limit)."""
         items = self._items()
         context = partials.inbox_context(items, self.query)
         parts = []
@@ -229,7 +242,16 @@ class InboxConsumer(LiveConsumer):
         context["oob"] = True
         parts.append(partials.render(partials.INBOX, "inbox-counts", context))
         parts.append(partials.render(partials.INBOX, "inbox-pager", context))
-        return "".join(parts)
+        frames: list[str] = []
+        size = FRAME_BUDGET
+        for part in parts:
+            part_size = len(part.encode())
+            if size + part_size > FRAME_BUDGET:
+                frames.append("")
+                size = 0
+            frames[-1] += part
+            size += part_size
+        return frames
 
     def _row_parts(
         self, items: Any, context: dict[str, Any], item_id: int, event: str
