@@ -88,11 +88,12 @@
     var row = document.getElementById(selectedId);
     if (row) row.classList.add("is-selected");
   }
-  // Live pushes re-render rows (out-of-band swaps over the websocket): keep the row the
-  // operator moved to selected through every kind of swap, not only settled ones.
-  ["htmx:afterSettle", "htmx:oobAfterSwap", "htmx:wsAfterMessage"].forEach(function (name) {
-    document.addEventListener(name, restoreSelection);
-  });
+  // Live pushes and polls re-render rows (out-of-band swaps over the websocket, settled
+  // swaps over HTTP): whatever replaced them, keep the row the operator moved to selected.
+  document.addEventListener("htmx:afterSettle", restoreSelection);
+  if (window.MutationObserver) {
+    new MutationObserver(restoreSelection).observe(document.body, { childList: true, subtree: true });
+  }
 
   document.addEventListener("keydown", function (event) {
     if (event.altKey || event.ctrlKey || event.metaKey) return;

@@ -141,6 +141,8 @@ def test_inbox_keys_j_and_k_move_and_enter_opens(sessions: Any) -> None:
     alice = sessions(make_reviewer("alice"))
     items, page = three_in_the_inbox(alice, "keys-jk")
 
+    rows = page.eval_on_selector_all("#inbox-rows > li", "els => els.map(e => e.id)")
+    assert rows == [f"item-row-{item.pk}" for item in items], rows
     for key in ("j", "j", "j", "j", "k"):  # j stops at the last row
         page.keyboard.press(key)
     # A live push may re-render the rows meanwhile: the selection must survive it.
