@@ -108,11 +108,12 @@ def test_keyboard_e_opens_the_edit_form_and_typing_there_is_not_a_shortcut(
 
 
 def three_in_the_inbox(session: Any, prefix: str) -> tuple[list[ReviewItem], Any]:
-    """Three paused runs, listed in the session's live inbox (oldest first)."""
+    """Three paused runs, listed in the session's live inbox (oldest first), searched by
+    `prefix` so that items other tests of the module left pending are not on the page."""
     for n in (1, 2, 3):
         service.start_run("tool_review", {}, thread_id=f"{prefix}-{n}")
     items = [paused_item(f"{prefix}-{n}") for n in (1, 2, 3)]
-    page = session.open("/")
+    page = session.open(f"/?q={prefix}")
     session.wait_live()
     page.wait_for_selector(f"#item-row-{items[2].pk}", timeout=WAIT)
     return items, page
