@@ -6,6 +6,7 @@
     python -m bench.hostile --only 13,15,23 # some cases
     python -m bench.hostile --only 49 --minutes 30
     python -m bench.hostile --list
+    python -m bench.hostile --table-from bench/results/hostile-published.jsonl
 
 Each case runs in its own child process (a crash or a hang in one cannot take the others
 down) with a hard time limit. Prints a table on stdout, progress on stderr, and appends one
@@ -92,13 +93,51 @@ def run_case(case: Case, options: Options) -> dict[str, Any]:
     return result
 
 
+def _number(x: float) -> str:
+    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.3g}"
+
+
+def _figure(value: Any) -> str:
+    """A figure as a reader wants it: latency summaries as p50 / p99 / max over n."""
+    if isinstance(value, dict) and "n" in value:
+        mid = value.get("p50", value.get("median"))
+        parts = [f"p50 {_number(mid)}" if isinstance(mid, int | float) else ""]
+        parts += [
+            f"{k} {_number(value[k])}"
+            for k in ("p99", "max")
+            if isinstance(value.get(k), int | float)
+        ]
+        return " / ".join(p for p in parts if p) + f" (n={value['n']})"
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {_figure(v)}" for k, v in value.items())
+    if isinstance(value, float):
+        return _number(value)
+    return str(value)
+
+
 def render(results: list[dict[str, Any]]) -> str:
     lines = ["| case | title | result | seconds | figures |", "|---:|---|---|---:|---|"]
     for r in results:
-        figures = "; ".join(f"{k}: {v}" for k, v in r["figures"].items())
-        verdict = "pass" if r["passed"] else "FAIL"
+        figures = "; ".join(f"{k}: {_figure(v)}" for k, v in r["figures"].items())
+        verdict = (
+            "pass"
+            if r["passed"]
+            else "FAIL: "
+            + ", ".join(name for name, held in r.get("checks", {}).items() if not held)
+        )
         lines.append(f"| {r['number']} | {r['title']} | {verdict} | {r['seconds']} | {figures} |")
     return "\n".join(lines)
+
+
+def table_from(path: Path) -> str:
+    """The table of a results file: the latest full-mode line of every case in it."""
+    latest: dict[int, dict[str, Any]] = {}
+    for line in path.read_text().splitlines():
+        if line.strip():
+            record = json.loads(line)
+            if record.get("kind") == "hostile" and not record.get("quick"):
+                latest[record["number"]] = record
+    return render([latest[n] for n in sorted(latest)])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -114,10 +153,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep", action="store_true", help="keep databases and logs")
     parser.add_argument("--out", type=Path, help="JSON lines file to append to")
     parser.add_argument("--list", action="store_true", help="print the cases and exit")
+    parser.add_argument(
+        "--table-from", type=Path, metavar="JSONL", help="print the table of a past run and exit"
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
 
     every = discover()
+    if args.table_from:
+        print(table_from(args.table_from))
+        return 0
     if args.list:
         for case in every:
             print(f"{case.number:3} {case.title} (budget {case.budget_s:.0f} s)")

@@ -87,3 +87,29 @@ def test_the_tool_service_dedupes_by_idempotency_key_and_counts_at_most_once_cal
         post("X-Effect-Key", "k2")
         assert service.applied() == {"k1": 1, "k2": 2}
         assert service.requests() == {"k1": 2, "k2": 2}
+
+
+def test_the_table_of_a_past_run_shows_the_latest_full_line_and_what_failed(
+    tmp_path: Path,
+) -> None:
+    def line(quick: bool, passed: bool, p99: float) -> str:
+        return json.dumps(
+            {
+                "kind": "hostile",
+                "quick": quick,
+                "number": 23,
+                "title": "Redis down",
+                "passed": passed,
+                "seconds": 1.0,
+                "checks": {"0 lost decisions": True, "sockets reconnect": passed},
+                "figures": {"latency (ms)": {"n": 3, "p50": 12.3456, "p99": p99, "max": 1234.5}},
+            }
+        )
+
+    results = tmp_path / "hostile.jsonl"
+    results.write_text("\n".join([line(False, False, 50.0), line(True, True, 1.0)]) + "\n")
+
+    table = runner.table_from(results)
+
+    assert "| 23 | Redis down | FAIL: sockets reconnect |" in table
+    assert "latency (ms): p50 12.3 / p99 50 / max 1,234 (n=3)" in table
