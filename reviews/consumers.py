@@ -17,21 +17,24 @@ import asyncio
 import json
 import logging
 import uuid
+import weakref
 from importlib import import_module
 from typing import Any
 from urllib.parse import parse_qs
 
+from channels.consumer import get_handler_name
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
-from django.contrib.auth import SESSION_KEY, get_user_model
+from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY, get_user_model
 from django.utils import timezone
+from django.utils.crypto import constant_time_compare
 
 from beamweaver_core.runtime.groups import INBOX_GROUP, review_item_group, thread_group
 from beamweaver_core.webserver import WEBSOCKET_MAX_MESSAGE
 from reviews import inbox, partials, realtime, threads
 from reviews.models import ReviewItem, ReviewPresence
-from reviews.permissions import can_review, visible_threads
+from reviews.permissions import LiveCheck, can_review, visible_threads
 
 logger = logging.getLogger(__name__)
 
@@ -40,24 +43,50 @@ ROW_HINTS = frozenset(
     {realtime.CREATED, realtime.UPDATED, realtime.DECIDED, realtime.CANCELLED, realtime.EXPIRED}
 )
 """The hints an inbox answers by re-rendering the row (every one through `review_created`)."""
+HINTS = ROW_HINTS | {realtime.PRESENCE, "run.event", "run.status"}
+"""The channel layer's messages: noted on the event loop (`LiveConsumer.dispatch`)."""
+DATABASE_SESSIONS = frozenset(
+    {"django.contrib.sessions.backends.db", "django.contrib.sessions.backends.cached_db"}
+)
+"""Session engines whose table `LiveCheck` reads (for others the store is asked)."""
 CLOSE_FORBIDDEN = 4403
 FRAME_BUDGET = WEBSOCKET_MAX_MESSAGE // 2
-"""Bytes of rows one inbox frame carries (a burst is sent as several frames)."""
+"""Bytes one pushed frame carries at most (a burst is sent as several frames)."""
 
 
 class LiveConsumer(AsyncWebsocketConsumer):
-    """What every live page shares: authentication, re-checks, and ignoring clients."""
+    """What every live page shares: authentication, re-checks, and ignoring clients.
+
+    Hints from the channel layer are noted on the event loop (`note`), never handled one
+    by one on the database thread: the notes that arrive while a re-check and render are
+    under way wait for the next one, which re-checks once and renders them all (`frames`).
+    One check and render per hint fell behind under a burst, until the channel layer's
+    expiry dropped hints (bench.hostile cases 25 and 50)."""
 
     def page_groups(self) -> list[str]:
-        """The groups to join (after `allowed` said yes)."""
+        """The groups to join (after the check said yes)."""
         raise NotImplementedError
 
+    def setup(self) -> None:
+        """Read the page's parameters from the scope (before the first check)."""
+
+    def page(self) -> dict[str, Any]:
+        """What `LiveCheck` checks of this page (`thread_id=` or `item_id=`; nothing for
+        a page every reviewer may open)."""
+        return {}
+
     def allowed(self) -> bool:
-        """Whether the user may open this page (runs in a worker thread)."""
+        """Whether `self.user` may see this page, with this module's queries (runs in a
+        worker thread; the re-check without `LiveCheck`)."""
         raise NotImplementedError
 
     def snapshot(self) -> str:
         """The page's live parts as out-of-band fragments (runs in a worker thread)."""
+        raise NotImplementedError
+
+    def frames(self, batch: dict[Any, Any]) -> list[str]:
+        """The frames that answer the notes of `batch` (runs in a worker thread, after
+        the re-check)."""
         raise NotImplementedError
 
     async def connect(self) -> None:
@@ -76,7 +105,19 @@ class LiveConsumer(AsyncWebsocketConsumer):
     async def opened(self) -> None:
         """Called after accepting (presence registers here)."""
 
+    async def dispatch(self, message: dict[str, Any]) -> None:
+        # A hint is only noted, on the event loop: channels' own dispatch would first
+        # queue `close_old_connections` on the one database thread (behind every check
+        # and render of every consumer of this process), one hint at a time, so hints
+        # could never gather while a render runs. The render itself still closes stale
+        # connections around its work (`database_sync_to_async`).
+        if message.get("type") in HINTS:
+            await getattr(self, get_handler_name(message))(message)
+            return
+        await super().dispatch(message)
+
     async def disconnect(self, code: int) -> None:
+        self._closing = True
         for group in self.joined:
             await self.channel_layer.group_discard(group, self.channel_name)
 
@@ -97,33 +138,93 @@ class LiveConsumer(AsyncWebsocketConsumer):
         if html:
             await self.send(text_data=html)
 
-    async def refresh(self, render: Any, *args: Any) -> None:
-        """Re-check the user, then render and send `render(*args)` (in a worker thread)."""
-        html = await database_sync_to_async(self._checked)(render, *args)
-        if html is None:
-            await self.close(code=CLOSE_FORBIDDEN)
-            return
-        await self.push(html)
+    def note(self, key: Any, value: Any = True) -> None:
+        """Remember what changed (`key`), for the next flush of this process."""
+        self.dirty[key] = value
+        if not self.__dict__.get("_closing"):
+            _flusher().add(self)
 
-    def _checked(self, render: Any, *args: Any) -> str | None:
-        if not self._still_allowed():
-            return None
-        return str(render(*args))
+    @property
+    def dirty(self) -> dict[Any, Any]:
+        """The notes the next flush answers."""
+        return self.__dict__.setdefault("_dirty", {})
+
+    async def deliver(self, frames: list[str] | BaseException | None) -> None:
+        """Send what a flush rendered: the frames, or close (4403 when refused; a failed
+        render closes too, so that the page reconnects and resyncs from Postgres)."""
+        if self.__dict__.get("_closing"):
+            return
+        if isinstance(frames, BaseException):
+            logger.warning("Live push failed; closing the socket", exc_info=frames)
+            self._closing = True
+            await self.close()
+        elif frames is None:
+            self._closing = True
+            await self.close(code=CLOSE_FORBIDDEN)
+        else:
+            for frame in frames:
+                await self.push(frame)
+
+    def _checked_frames(self, batch: dict[Any, Any]) -> list[str] | None:
+        return self.frames(batch) if self._still_allowed() else None
 
     def _allowed(self) -> bool:
-        return can_review(self.user) and self.allowed()
+        self.setup()
+        return self._still_allowed()
 
     def _still_allowed(self) -> bool:
-        """The session still logs this user in, and the user may still see the page."""
+        """The session still logs this user in, and the user may still see the page:
+        one SQL statement (`LiveCheck`), or the queries of `reviews.permissions`."""
         user = self.user
-        session = self.scope.get("session")
-        key = getattr(session, "session_key", None)
+        key = getattr(self.scope.get("session"), "session_key", None)
         if user is None or not getattr(user, "pk", None) or not key:
             return False
-        store = import_module(settings.SESSION_ENGINE).SessionStore(session_key=key)
-        if str(store.get(SESSION_KEY)) != str(user.pk):
+        if not LiveCheck.applies():
+            return self._still_allowed_by_queries(user.pk, key)
+        check = self.__dict__.get("_check")
+        if check is None:
+            in_table = settings.SESSION_ENGINE in DATABASE_SESSIONS
+            check = LiveCheck(user.pk, session_key=key if in_table else None, **self.page())
+            self._check = check
+        found = check.run()
+        if found is None:
             return False
-        fresh = get_user_model().objects.filter(pk=user.pk).first()
+        fresh, data = found
+        if settings.SESSION_ENGINE not in DATABASE_SESSIONS:
+            data = _session_store(key)
+        if not self._logs_in(data, fresh) or not check.sees(fresh):
+            return False
+        self.user = fresh
+        return True
+
+    def _logs_in(self, data: Any, user: Any) -> bool:
+        """Whether session `data` (as stored, or a loaded store) logs `user` in, as
+        `django.contrib.auth.get_user` decides it; remembered for the same data and
+        password (the check runs for every push)."""
+        if data is None:
+            return False
+        seen = (data if isinstance(data, str) else None, user.pk, user.password)
+        if seen[0] is not None and self.__dict__.get("_session_seen") == seen:
+            return True
+        session = _session_store().decode(data) if isinstance(data, str) else data
+        if str(session.get(SESSION_KEY)) != str(user.pk):
+            return False
+        if session.get(BACKEND_SESSION_KEY) not in settings.AUTHENTICATION_BACKENDS:
+            return False
+        digest = session.get(HASH_SESSION_KEY)
+        if not digest or not any(
+            constant_time_compare(digest, known)
+            for known in (user.get_session_auth_hash(), *user.get_session_auth_fallback_hash())
+        ):
+            return False
+        self._session_seen = seen
+        return True
+
+    def _still_allowed_by_queries(self, user_pk: Any, key: str) -> bool:
+        store = _session_store(key)
+        if str(store.get(SESSION_KEY)) != str(user_pk):
+            return False
+        fresh = get_user_model().objects.filter(pk=user_pk).first()
         if fresh is None or not can_review(fresh):
             return False
         self.user = fresh
@@ -155,6 +256,90 @@ class LiveConsumer(AsyncWebsocketConsumer):
         pass
 
 
+class _Flusher:
+    """The flushes of one event loop's consumers: every consumer with notes waits for
+    the next round, which re-checks each of them and renders their frames in one call
+    on the database thread, then sends. A consumer's notes that arrive during a round
+    wait for the next one (one check and one render for all of them). One call per
+    consumer cost a thread hop and a pooled connection each (bench.hostile case 50:
+    1,000 sockets, 50 run events a second)."""
+
+    def __init__(self) -> None:
+        self.waiting: dict[LiveConsumer, None] = {}
+        self.task: asyncio.Future[None] | None = None
+
+    def add(self, consumer: LiveConsumer) -> None:
+        self.waiting[consumer] = None
+        if self.task is None or self.task.done():
+            self.task = asyncio.ensure_future(self.run())
+
+    async def run(self) -> None:
+        while self.waiting:
+            round_ = []
+            for consumer in self.waiting:
+                batch, consumer._dirty = consumer.dirty, {}
+                if batch and not consumer.__dict__.get("_closing"):
+                    round_.append((consumer, batch))
+            self.waiting.clear()
+            if not round_:
+                continue
+            try:
+                outcomes = await database_sync_to_async(_render_round)(round_)
+            except Exception as exc:  # the call itself failed (not one consumer's render)
+                outcomes = [exc] * len(round_)
+            for (consumer, _), outcome in zip(round_, outcomes, strict=True):
+                try:
+                    await consumer.deliver(outcome)
+                except Exception:
+                    logger.warning("Live push failed", exc_info=True)
+
+
+def _render_round(
+    round_: list[tuple[LiveConsumer, dict[Any, Any]]],
+) -> list[list[str] | BaseException | None]:
+    outcomes: list[list[str] | BaseException | None] = []
+    for consumer, batch in round_:
+        try:
+            outcomes.append(consumer._checked_frames(batch))
+        except Exception as exc:
+            outcomes.append(exc)
+    return outcomes
+
+
+_FLUSHERS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Flusher] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _flusher() -> _Flusher:
+    loop = asyncio.get_running_loop()
+    flusher = _FLUSHERS.get(loop)
+    if flusher is None:
+        flusher = _FLUSHERS[loop] = _Flusher()
+    return flusher
+
+
+def _session_store(key: str | None = None) -> Any:
+    return import_module(settings.SESSION_ENGINE).SessionStore(session_key=key)
+
+
+def split_frames(parts: list[str]) -> list[str]:
+    """`parts` joined into frames of at most `FRAME_BUDGET` bytes each (daphne refuses
+    to send a message over its limit); a part bigger than that is a frame of its own."""
+    frames: list[str] = []
+    size = FRAME_BUDGET
+    for part in parts:
+        if not part:
+            continue
+        part_size = len(part.encode())
+        if size + part_size > FRAME_BUDGET:
+            frames.append("")
+            size = 0
+        frames[-1] += part
+        size += part_size
+    return frames
+
+
 def _item_id(message: dict[str, Any]) -> int | None:
     try:
         return int(message.get("item_id"))  # type: ignore[arg-type]
@@ -168,10 +353,12 @@ class InboxConsumer(LiveConsumer):
     def page_groups(self) -> list[str]:
         return [INBOX_GROUP]
 
-    def allowed(self) -> bool:
+    def setup(self) -> None:
         raw = self.scope.get("query_string", b"").decode("latin-1")
         params = {k: v[0] for k, v in parse_qs(raw).items() if v}
         self.query = inbox.InboxQuery.from_params(params)
+
+    def allowed(self) -> bool:
         return True
 
     def _items(self) -> Any:
@@ -181,59 +368,21 @@ class InboxConsumer(LiveConsumer):
         context = partials.inbox_context(self._items(), self.query)
         return partials.render(partials.INBOX, "inbox-list", context)
 
-    async def dispatch(self, message: dict[str, Any]) -> None:
-        # A row hint only notes which row changed, on the event loop: channels' own
-        # dispatch would first queue `close_old_connections` on the one database thread
-        # (behind every render of every consumer of this process), one hint at a time, so
-        # hints could never gather while a render runs. The render itself still closes
-        # stale connections around its work (`database_sync_to_async`).
-        if message.get("type") in ROW_HINTS:
-            await self.review_created(message)
-            return
-        await super().dispatch(message)
-
     async def review_created(self, message: dict[str, Any]) -> None:
         item_id = _item_id(message)
         if item_id is None:
             return
-        # Hints that arrive while a render is under way wait for the next one, which
-        # renders them all with one page, one count and one pager. One render per hint
-        # (several queries each) fell behind at 50 interrupts/s with a few inboxes open,
-        # until the channel layer's expiry dropped hints (bench.hostile case 25).
-        dirty: dict[int, str] = self.__dict__.setdefault("_dirty", {})
-        if dirty.get(item_id) != realtime.CREATED:
-            dirty[item_id] = str(message.get("type"))
-        flushing = getattr(self, "_flushing", None)
-        if flushing is None or flushing.done():
-            self._flushing = asyncio.ensure_future(self._flush())
+        # All the rows noted during a render are rendered together, with one page, one
+        # count and one pager.
+        if self.dirty.get(item_id) != realtime.CREATED:
+            self.note(item_id, str(message.get("type")))
 
-    async def _flush(self) -> None:
-        try:
-            while self.__dict__.get("_dirty"):
-                batch, self._dirty = self._dirty, {}
-                frames = await database_sync_to_async(self._checked_frames)(batch)
-                if frames is None:
-                    await self.close(code=CLOSE_FORBIDDEN)
-                    return
-                for frame in frames:
-                    await self.push(frame)
-        except Exception:
-            # As a failing handler would: the page reconnects and resyncs from Postgres.
-            logger.warning("Inbox push failed; closing the socket", exc_info=True)
-            await self.close()
-
-    async def disconnect(self, code: int) -> None:
-        flushing = getattr(self, "_flushing", None)
-        if flushing is not None:
-            flushing.cancel()
-        await super().disconnect(code)
-
-    def _checked_frames(self, batch: dict[int, str]) -> list[str] | None:
-        return self._rows_frames(batch) if self._still_allowed() else None
+    def frames(self, batch: dict[int, str]) -> list[str]:
+        return self._rows_frames(batch)
 
     def _rows_frames(self, batch: dict[int, str]) -> list[str]:
         """The rows of `batch`, then the counts and the pager, in frames of at most
-        `FRAME_BUDGET` bytes each (daphne refuses to send a message over its limit)."""
+        `FRAME_BUDGET` bytes each."""
         items = self._items()
         context = partials.inbox_context(items, self.query)
         parts = []
@@ -242,16 +391,7 @@ class InboxConsumer(LiveConsumer):
         context["oob"] = True
         parts.append(partials.render(partials.INBOX, "inbox-counts", context))
         parts.append(partials.render(partials.INBOX, "inbox-pager", context))
-        frames: list[str] = []
-        size = FRAME_BUDGET
-        for part in parts:
-            part_size = len(part.encode())
-            if size + part_size > FRAME_BUDGET:
-                frames.append("")
-                size = 0
-            frames[-1] += part
-            size += part_size
-        return frames
+        return split_frames(parts)
 
     def _row_parts(
         self, items: Any, context: dict[str, Any], item_id: int, event: str
@@ -279,14 +419,25 @@ class ItemConsumer(LiveConsumer):
     def page_groups(self) -> list[str]:
         return [review_item_group(self.item_id)]
 
-    def allowed(self) -> bool:
+    def setup(self) -> None:
         self.item_id = int(self.scope["url_route"]["kwargs"]["pk"])
         raw = self.scope.get("query_string", b"").decode("latin-1")
         self.digest = (parse_qs(raw).get("digest") or [""])[0][:64]
+
+    def page(self) -> dict[str, Any]:
+        return {"item_id": self.item_id}
+
+    def allowed(self) -> bool:
         return ReviewItem.objects.visible_to(self.user).filter(pk=self.item_id).exists()
 
     def snapshot(self) -> str:
         return self._status() + self._presence()
+
+    def frames(self, batch: dict[str, bool]) -> list[str]:
+        html = self._status() if "status" in batch else ""
+        if "presence" in batch:
+            html += self._presence()
+        return [html] if html else []
 
     async def opened(self) -> None:
         await database_sync_to_async(self._here)()
@@ -335,11 +486,11 @@ class ItemConsumer(LiveConsumer):
 
     async def review_created(self, message: dict[str, Any]) -> None:
         if _item_id(message) == self.item_id:
-            await self.refresh(self._status)
+            self.note("status")
 
     async def review_presence(self, message: dict[str, Any]) -> None:
         if _item_id(message) == self.item_id:
-            await self.refresh(self._presence)
+            self.note("presence")
 
 
 class ThreadConsumer(LiveConsumer):
@@ -348,8 +499,13 @@ class ThreadConsumer(LiveConsumer):
     def page_groups(self) -> list[str]:
         return [thread_group(self.thread_id)]
 
-    def allowed(self) -> bool:
+    def setup(self) -> None:
         self.thread_id = str(self.scope["url_route"]["kwargs"]["thread_id"])
+
+    def page(self) -> dict[str, Any]:
+        return {"thread_id": self.thread_id}
+
+    def allowed(self) -> bool:
         return visible_threads(self.user).filter(id=self.thread_id).exists()
 
     def _context(self) -> dict[str, Any]:
@@ -368,8 +524,17 @@ class ThreadConsumer(LiveConsumer):
         context = self._context()
         return "".join(partials.render(partials.THREAD, name, context) for name in names)
 
+    def frames(self, batch: dict[tuple[str, str], str]) -> list[str]:
+        # The run events in the order they came, then the parts, with one context.
+        parts = [html for (kind, _), html in batch.items() if kind == "event"]
+        names = [name for name in THREAD_PARTS if ("part", name) in batch]
+        if names:
+            parts.append(self._parts(*names))
+        return split_frames(parts)
+
     async def review_created(self, message: dict[str, Any]) -> None:
-        await self.refresh(self._parts, "thread-items", "thread-decisions")
+        for name in ("thread-items", "thread-decisions"):
+            self.note(("part", name))
 
     async def run_status(self, message: dict[str, Any]) -> None:
         if message.get("thread_id") != self.thread_id:
@@ -377,33 +542,69 @@ class ThreadConsumer(LiveConsumer):
         names = ["thread-status"]
         if message.get("status") != "running":
             names += ["thread-items", "thread-decisions", "thread-state", "thread-history"]
-        await self.refresh(self._parts, *names)
+        for name in names:
+            self.note(("part", name))
 
     async def run_event(self, message: dict[str, Any]) -> None:
         record = message.get("event")
         if message.get("thread_id") != self.thread_id or not isinstance(record, dict):
             return
-        try:
-            run_id = uuid.UUID(str(message.get("run_id")))
-            event = threads.event_view(
-                run_id,
-                int(record.get("seq")),  # type: ignore[arg-type]
-                event=record.get("event", ""),
-                node=record.get("node", ""),
-                data=record.get("data"),
-                at=record.get("at"),
-            )
-        except (TypeError, ValueError):
-            return
-        await self.refresh(self._event_fragment, event)
+        fragment = event_fragment(message.get("run_id"), record)
+        if fragment is not None:
+            # The event's HTML is the same for every socket; only the check is theirs.
+            self.note(("event", fragment[0]), fragment[1])
 
-    def _event_fragment(self, event: dict[str, Any]) -> str:
-        html = partials.render(partials.THREAD, "run-event", {"event": event})
-        # Delete first so that a replayed event never appears twice.
-        return (
-            f'<li id="{event["dom_id"]}" hx-swap-oob="delete"></li>'
-            f'<div hx-swap-oob="beforeend:#thread-events">{html}</div>'
+
+THREAD_PARTS = (
+    "thread-status",
+    "thread-items",
+    "thread-decisions",
+    "thread-state",
+    "thread-history",
+)
+_EVENT_HTML: dict[str, tuple[str, str] | None] = {}
+EVENT_CACHE = 512
+"""Run event fragments kept rendered (the latest, for the sockets that have yet to get them)."""
+
+
+def event_fragment(run_id: Any, record: dict[str, Any]) -> tuple[str, str] | None:
+    """(element id, HTML) of a run event on a thread page, or None for a malformed one.
+
+    Rendered once per event in this process, however many sockets show it: the HTML is
+    escaped data of the event itself, the same for every reader (each socket still
+    re-checks its user before it is sent). Runs on the event loop (no database)."""
+    try:
+        key = json.dumps([run_id, record], sort_keys=True, default=str)
+    except (TypeError, ValueError):
+        key = None
+    if key is not None and key in _EVENT_HTML:
+        return _EVENT_HTML[key]
+    fragment = _render_event(run_id, record)
+    if key is not None:
+        if len(_EVENT_HTML) >= EVENT_CACHE:
+            del _EVENT_HTML[next(iter(_EVENT_HTML))]
+        _EVENT_HTML[key] = fragment
+    return fragment
+
+
+def _render_event(run_id: Any, record: dict[str, Any]) -> tuple[str, str] | None:
+    try:
+        event = threads.event_view(
+            uuid.UUID(str(run_id)),
+            int(record.get("seq")),  # type: ignore[arg-type]
+            event=record.get("event", ""),
+            node=record.get("node", ""),
+            data=record.get("data"),
+            at=record.get("at"),
         )
+    except (TypeError, ValueError):
+        return None
+    html = partials.render(partials.THREAD, "run-event", {"event": event})
+    # Delete first so that a replayed event never appears twice.
+    return event["dom_id"], (
+        f'<li id="{event["dom_id"]}" hx-swap-oob="delete"></li>'
+        f'<div hx-swap-oob="beforeend:#thread-events">{html}</div>'
+    )
 
 
 __all__ = ["InboxConsumer", "ItemConsumer", "LiveConsumer", "ThreadConsumer"]

@@ -19,14 +19,21 @@ and an item claimed by someone else waits for its claimer.
 from __future__ import annotations
 
 import functools
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import psycopg
+from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Permission
+from django.contrib.auth.models import Group, Permission
 from django.contrib.auth.views import redirect_to_login
-from django.db.models import Q, QuerySet
+from django.contrib.postgres.expressions import ArraySubquery
+from django.contrib.sessions.models import Session
+from django.db import connections
+from django.db.models import Exists, OuterRef, Q, QuerySet, Subquery, Value
+from django.db.models.functions import Concat, Now
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django_htmx.http import HttpResponseClientRedirect
@@ -71,14 +78,17 @@ def group_ids(user: Any) -> list[int]:
     return list(cached)
 
 
-def _decider_filter(user: Any) -> Q:
-    groups = group_ids(user)
+def _decider_filter(user: Any, groups: Any = None) -> Q:
+    """The items `user` decides. `groups`: the user's group ids, read from `user` when
+    None, or a queryset of them (`values("group_id")`) read in the same statement."""
+    if groups is None:
+        groups = group_ids(user)
     rule = (
         Q(reviewer_group_ids=[], responder_ids=[])
         | Q(responder_ids__contains=[user.pk])
         | Q(assignee_id=user.pk)
     )
-    if groups:
+    if not isinstance(groups, list) or groups:
         rule |= Q(reviewer_group_ids__overlap=groups) | Q(
             escalated_at__isnull=False, escalation_group_id__in=groups
         )
@@ -207,6 +217,118 @@ def visible_threads(user: Any) -> Any:
     return Thread.objects.exclude(id__in=_hidden_item_ids(user).values("thread_id"))
 
 
+MODEL_BACKEND = "django.contrib.auth.backends.ModelBackend"
+
+
+class LiveCheck:
+    """A live page's re-check in one SQL statement, compiled once per page.
+
+    The statement reads the user's row; the session row `session_key` names if it is
+    unexpired (its data, which the caller decodes); the user's permissions, directly and
+    through groups, and group ids; and, for a thread or item page, whether the page's
+    object exists and what `visible_threads` / `visible_items` need to decide whether
+    the user sees it. `run()` returns the fresh user with that primed (so `can_review`,
+    `can_manage` and `group_ids` on it ask nothing more) and the session data, or None
+    when the user row is gone. The rules are those of this module: `sees(user)` decides
+    with `can_manage` exactly as `visible_threads` and `visible_items` do.
+
+    Only for the model backend (`applies()`): other backends decide permissions in
+    Python, and a caller re-checks with the queries of this module instead."""
+
+    def __init__(
+        self,
+        user_pk: Any,
+        *,
+        session_key: str | None,
+        thread_id: str | None = None,
+        item_id: int | None = None,
+    ) -> None:
+        # Imported here: the models import this module (ReviewItem.objects.visible_to).
+        from reviews.models import ReviewItem
+
+        self.model = get_user_model()
+        self.page = "thread" if thread_id is not None else "item" if item_id is not None else ""
+        users = self.model._default_manager.filter(pk=user_pk)
+        groups = self.model.groups.through.objects.filter(user_id=user_pk).values("group_id")
+
+        def names(permissions: QuerySet[Any]) -> Any:
+            name = Concat("content_type__app_label", Value("."), "codename")
+            return ArraySubquery(permissions.annotate(bw_name=name).order_by().values("bw_name"))
+
+        annotations: dict[str, Any] = {
+            "bw_session": Subquery(
+                Session.objects.filter(session_key=session_key or "", expire_date__gt=Now()).values(
+                    "session_data"
+                )[:1]
+            ),
+            "bw_user_perms": names(Permission.objects.filter(user=OuterRef("pk"))),
+            "bw_group_perms": names(Permission.objects.filter(group__user=OuterRef("pk"))),
+            "bw_groups": ArraySubquery(
+                Group.objects.filter(user=OuterRef("pk")).order_by("pk").values("pk")
+            ),
+        }
+        decides = _decider_filter(users.model(pk=user_pk), groups)
+        if self.page == "thread":
+            items = ReviewItem.objects.filter(thread_id=thread_id)
+            annotations["bw_exists"] = Exists(Thread.objects.filter(id=thread_id))
+            annotations["bw_hidden"] = Exists(items.exclude(decides))
+        elif self.page == "item":
+            items = ReviewItem.objects.filter(pk=item_id)
+            annotations["bw_exists"] = Exists(items)
+            annotations["bw_hidden"] = ~Exists(items.filter(decides))
+        self.fields = [f.attname for f in self.model._meta.concrete_fields]
+        self.extra = list(annotations)
+        query = users.annotate(**annotations).values_list(*self.fields, *self.extra).query
+        self.sql, self.params = query.sql_with_params()
+
+    @staticmethod
+    def applies() -> bool:
+        return list(settings.AUTHENTICATION_BACKENDS) == [MODEL_BACKEND]
+
+    def run(self) -> tuple[Any, str | None] | None:
+        """(the fresh user, the session's data or None) or None without a user row."""
+        database = self.model._default_manager.db
+        connection = connections[database]
+        connection.ensure_connection()
+        # Bound on the server and prepared once per connection (as the checkpointer's
+        # statements, unless BEAMWEAVER_DB_PREPARE=0): the plan of this statement costs
+        # more than running it, and it runs for every push to every socket.
+        prepare = "prepare_threshold" in connection.settings_dict["OPTIONS"]
+        started = time.monotonic()
+        with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cursor:
+            cursor.execute(self.sql, self.params, prepare=prepare)
+            row = cursor.fetchone()
+        if connection.queries_logged:  # counted as Django's own cursors are
+            connection.queries_log.append(
+                {"sql": self.sql, "time": f"{time.monotonic() - started:.3f}"}
+            )
+        if row is None:
+            return None
+        n = len(self.fields)
+        user = self.model.from_db(database, self.fields, row[:n])
+        extra = dict(zip(self.extra, row[n:], strict=True))
+        user._bw_group_ids = sorted(extra["bw_groups"] or [])
+        if not user.is_superuser:  # a superuser's permissions are never read (has_perm)
+            own, through_groups = set(extra["bw_user_perms"]), set(extra["bw_group_perms"])
+            # What ModelBackend.get_all_permissions caches, read in this statement.
+            user._user_perm_cache = own
+            user._group_perm_cache = through_groups
+            user._perm_cache = own | through_groups
+        self.exists = bool(extra.get("bw_exists", True))
+        self.hidden = bool(extra.get("bw_hidden", False))
+        return user, extra["bw_session"]
+
+    def sees(self, user: Any) -> bool:
+        """Whether `user` (from the last `run()`) may see the page's thread or item: as
+        `visible_threads` / `visible_items`, managers everything, others what hides
+        nothing from them (a thread) or what they decide (an item)."""
+        if not can_review(user):
+            return False
+        if not self.page:
+            return True
+        return self.exists and (can_manage(user) or not self.hidden)
+
+
 def visible_audit(user: Any, events: QuerySet[Any]) -> QuerySet[Any]:
     """The audit events `user` may read: those of items they may see, and those of no
     item (attempts on items that do not exist)."""
@@ -244,6 +366,7 @@ __all__ = [
     "MANAGE_PERMISSION",
     "REVIEW_PERMISSION",
     "DecisionOffer",
+    "LiveCheck",
     "Refusal",
     "can_manage",
     "can_review",

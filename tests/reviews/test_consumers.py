@@ -357,6 +357,20 @@ async def test_a_consumer_ignores_hints_for_other_items() -> None:
     await asyncio.sleep(0)
 
 
+def slow_first_call(monkeypatch: Any, cls: type, name: str, seconds: float = 0.5) -> None:
+    """Make the first call of `cls.name` take `seconds` longer (a render under way)."""
+    import time
+
+    slow_once = [seconds]
+    original = getattr(cls, name)
+
+    def slow(self: Any, *args: Any) -> Any:
+        time.sleep(slow_once.pop() if slow_once else 0)
+        return original(self, *args)
+
+    monkeypatch.setattr(cls, name, slow)
+
+
 @pytest.mark.parametrize("count", [6, 60])
 async def test_hints_arriving_during_a_render_are_rendered_together(
     monkeypatch: Any, count: int
@@ -365,19 +379,10 @@ async def test_hints_arriving_during_a_render_are_rendered_together(
     with one count and one pager: an inbox keeps up with a burst instead of rendering once
     per hint until the channel layer drops hints (hostile case 25). A big burst goes out as
     several frames, each under daphne's message limit (a 67 KB frame was refused)."""
-    import time
-
     from beamweaver_core.webserver import WEBSOCKET_MAX_MESSAGE
     from reviews.consumers import InboxConsumer
 
-    slow_once = [0.5]
-    rows_frames = InboxConsumer._rows_frames
-
-    def slow_rows_frames(self: Any, batch: dict[int, str]) -> list[str]:
-        time.sleep(slow_once.pop() if slow_once else 0)
-        return rows_frames(self, batch)
-
-    monkeypatch.setattr(InboxConsumer, "_rows_frames", slow_rows_frames)
+    slow_first_call(monkeypatch, InboxConsumer, "_rows_frames")
     alice = await reviewer()
     communicator, _ = await connect("/ws/inbox/", alice)
     await communicator.receive_from(timeout=5)
@@ -407,3 +412,44 @@ async def test_hints_arriving_during_a_render_are_rendered_together(
     assert f"<strong>{count}</strong> pending" in last
     assert await communicator.receive_nothing(timeout=0.3)
     await communicator.disconnect()
+
+
+async def test_run_events_arriving_during_a_check_go_out_together(monkeypatch: Any) -> None:
+    """A thread page's run events that arrive while its re-check and render run are sent
+    after one more check, in one frame (case 50: 1,000 sockets, 50 events/s); every
+    socket of the page gets every event, each after its own check."""
+    from reviews.consumers import ThreadConsumer
+
+    slow_first_call(monkeypatch, ThreadConsumer, "frames")
+    alice, bob = await reviewer("alice"), await reviewer("bob")
+    item = await sync_to_async(pause)()
+    sockets = []
+    for user in (alice, bob, alice):
+        communicator, _ = await connect(f"/ws/threads/{item.thread_id}/", user)
+        await communicator.receive_from(timeout=5)
+        sockets.append(communicator)
+    group, run_id = thread_group(item.thread_id), str(item.run_id)
+
+    for seq in range(1, 12):
+        event = {"seq": seq, "event": "task.end", "node": "act"}
+        await hint(
+            group,
+            {"type": "run.event", "thread_id": item.thread_id, "run_id": run_id, "event": event},
+        )
+        if seq == 1:
+            await asyncio.sleep(0.1)  # the first check and render are under way
+    seqs = re.compile(rf'<li id="run-event-{run_id}-(\d+)" hx-swap-oob="delete">')
+    received = []
+    for communicator in sockets:
+        frames: list[list[int]] = []
+        while sum(len(f) for f in frames) < 11:
+            frames.append(
+                [int(s) for s in seqs.findall(await communicator.receive_from(timeout=5))]
+            )
+        received.append(frames)
+        assert await communicator.receive_nothing(timeout=0.2)
+        await communicator.disconnect()
+
+    for frames in received:
+        assert [seq for frame in frames for seq in frame] == list(range(1, 12))
+        assert len(frames) < 11
