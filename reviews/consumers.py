@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
 import uuid
 import weakref
 from importlib import import_module
@@ -50,6 +51,8 @@ DATABASE_SESSIONS = frozenset(
 )
 """Session engines whose table `LiveCheck` reads (for others the store is asked)."""
 CLOSE_FORBIDDEN = 4403
+SNAPSHOT = ("snapshot",)
+"""The note a (re)connect makes: the page's live parts, sent first."""
 FRAME_BUDGET = WEBSOCKET_MAX_MESSAGE // 2
 """Bytes one pushed frame carries at most (a burst is sent as several frames)."""
 
@@ -100,7 +103,10 @@ class LiveConsumer(AsyncWebsocketConsumer):
             await self.channel_layer.group_add(group, self.channel_name)
         await self.accept()
         await self.opened()
-        await self.push(await database_sync_to_async(self.snapshot)())
+        # The snapshot comes with the next round (after the check of that round): under a
+        # reconnect storm the handshakes, each a check on the database thread, do not
+        # wait behind every snapshot before them (daphne drops a handshake after 5 s).
+        self.note(SNAPSHOT)
 
     async def opened(self) -> None:
         """Called after accepting (presence registers here)."""
@@ -165,8 +171,34 @@ class LiveConsumer(AsyncWebsocketConsumer):
             for frame in frames:
                 await self.push(frame)
 
-    def _checked_frames(self, batch: dict[Any, Any]) -> list[str] | None:
-        return self.frames(batch) if self._still_allowed() else None
+    def merged(self, earlier: dict[Any, Any], later: dict[Any, Any]) -> dict[Any, Any]:
+        """The notes of a batch put back for the next round, with those noted since."""
+        return {**earlier, **later}
+
+    def _checked_frames(
+        self, batch: dict[Any, Any], shared: dict[Any, str] | None = None
+    ) -> list[str] | None:
+        """The frames of `batch` if the user may still see the page (None if not).
+        `shared`: the snapshots rendered in this round, by what they depend on (one
+        user's page with the same path and query renders the same)."""
+        if not self._still_allowed():
+            return None
+        frames = []
+        if SNAPSHOT in batch:
+            batch = {key: value for key, value in batch.items() if key != SNAPSHOT}
+            shared = {} if shared is None else shared
+            inputs = (
+                type(self),
+                self.user.pk,
+                self.scope.get("path"),
+                self.scope.get("query_string"),
+            )
+            if inputs not in shared:
+                shared[inputs] = self.snapshot()
+            frames.append(shared[inputs])
+        if batch:
+            frames += self.frames(batch)
+        return [frame for frame in frames if frame]
 
     def _allowed(self) -> bool:
         self.setup()
@@ -287,20 +319,37 @@ class _Flusher:
                 outcomes = await database_sync_to_async(_render_round)(round_)
             except Exception as exc:  # the call itself failed (not one consumer's render)
                 outcomes = [exc] * len(round_)
-            for (consumer, _), outcome in zip(round_, outcomes, strict=True):
+            later: dict[LiveConsumer, None] = {}
+            for (consumer, batch), outcome in zip(round_, outcomes, strict=True):
+                if outcome is LATER:
+                    consumer._dirty = consumer.merged(batch, consumer.dirty)
+                    later[consumer] = None
+                    continue
                 try:
-                    await consumer.deliver(outcome)
+                    await consumer.deliver(outcome)  # type: ignore[arg-type]
                 except Exception:
                     logger.warning("Live push failed", exc_info=True)
+            if later:  # first in the next round
+                self.waiting = {**later, **self.waiting}
 
 
-def _render_round(
-    round_: list[tuple[LiveConsumer, dict[Any, Any]]],
-) -> list[list[str] | BaseException | None]:
-    outcomes: list[list[str] | BaseException | None] = []
+LATER = object()
+"""A round's outcome for a consumer it had no time left for (its notes wait)."""
+ROUND_SECONDS = 0.25
+"""How long one round may hold the database thread: the rest waits for the next round,
+and the handshakes queued meanwhile run in between."""
+
+
+def _render_round(round_: list[tuple[LiveConsumer, dict[Any, Any]]]) -> list[Any]:
+    outcomes: list[Any] = []
+    shared: dict[Any, str] = {}
+    deadline = time.monotonic() + ROUND_SECONDS
     for consumer, batch in round_:
+        if outcomes and time.monotonic() > deadline:
+            outcomes.append(LATER)
+            continue
         try:
-            outcomes.append(consumer._checked_frames(batch))
+            outcomes.append(consumer._checked_frames(batch, shared))
         except Exception as exc:
             outcomes.append(exc)
     return outcomes
@@ -379,6 +428,11 @@ class InboxConsumer(LiveConsumer):
 
     def frames(self, batch: dict[int, str]) -> list[str]:
         return self._rows_frames(batch)
+
+    def merged(self, earlier: dict[int, str], later: dict[int, str]) -> dict[int, str]:
+        # A row that was created stays an append, whatever was noted since.
+        kept = {key: value for key, value in earlier.items() if value == realtime.CREATED}
+        return {**earlier, **later, **kept}
 
     def _rows_frames(self, batch: dict[int, str]) -> list[str]:
         """The rows of `batch`, then the counts and the pager, in frames of at most

@@ -218,6 +218,8 @@ def visible_threads(user: Any) -> Any:
 
 
 MODEL_BACKEND = "django.contrib.auth.backends.ModelBackend"
+_TEMPLATES: dict[tuple[str, bool], tuple[str, list[Any], dict[int, str]]] = {}
+_EXTRA: dict[str, list[str]] = {}
 
 
 class LiveCheck:
@@ -243,11 +245,60 @@ class LiveCheck:
         thread_id: str | None = None,
         item_id: int | None = None,
     ) -> None:
+        self.model = get_user_model()
+        self.page = "thread" if thread_id is not None else "item" if item_id is not None else ""
+        self.fields = [f.attname for f in self.model._meta.concrete_fields]
+        inputs = {"user": user_pk, "session": session_key, "thread": thread_id, "item": item_id}
+        template = _TEMPLATES.get((self.page, session_key is None))
+        if template is None:
+            template = self._template(session_key is None)
+        if template is not None:
+            sql, compiled, slots = template
+            params = list(compiled)
+            for index, name in slots.items():
+                kind = type(params[index])  # psycopg's Int4 as Django compiled it, or str
+                params[index] = inputs[name] if kind in (int, str) else kind(inputs[name])
+            self.sql, self.params = sql, tuple(params)
+            self.extra = _EXTRA[self.page]
+        else:
+            self.sql, self.params, self.extra = self._compile(inputs)
+
+    def _template(self, sessionless: bool) -> tuple[str, list[Any], dict[int, str]] | None:
+        """The statement of this kind of page compiled once, with the positions of its
+        inputs among the parameters (found by compiling it with two sets of stand-ins);
+        None when they cannot be told apart (the statement is then compiled each time)."""
+        stand_ins = [
+            {
+                "user": -1_000_000_001 - k,
+                "session": None if sessionless else f"bw-live-session-{k}",
+                "thread": f"bw-live-thread-{k}" if self.page == "thread" else None,
+                "item": -1_000_000_011 - k if self.page == "item" else None,
+            }
+            for k in range(2)
+        ]
+        try:
+            (sql, a, extra), (other, b, _) = (self._compile(v) for v in stand_ins)
+        except Exception:
+            return None
+        if other != sql or len(a) != len(b):
+            return None
+        slots: dict[int, str] = {}
+        for index, (x, y) in enumerate(zip(a, b, strict=True)):
+            if x == y:
+                continue
+            names = [n for n, v in stand_ins[0].items() if v is not None and x == v]
+            if len(names) != 1 or y != stand_ins[1][names[0]]:
+                return None
+            slots[index] = names[0]
+        _TEMPLATES[(self.page, sessionless)] = (sql, list(a), slots)
+        _EXTRA[self.page] = extra
+        return sql, list(a), slots
+
+    def _compile(self, inputs: dict[str, Any]) -> tuple[str, tuple[Any, ...], list[str]]:
         # Imported here: the models import this module (ReviewItem.objects.visible_to).
         from reviews.models import ReviewItem
 
-        self.model = get_user_model()
-        self.page = "thread" if thread_id is not None else "item" if item_id is not None else ""
+        user_pk = inputs["user"]
         users = self.model._default_manager.filter(pk=user_pk)
         groups = self.model.groups.through.objects.filter(user_id=user_pk).values("group_id")
 
@@ -255,12 +306,11 @@ class LiveCheck:
             name = Concat("content_type__app_label", Value("."), "codename")
             return ArraySubquery(permissions.annotate(bw_name=name).order_by().values("bw_name"))
 
+        sessions = Session.objects.filter(
+            session_key=inputs["session"] or "", expire_date__gt=Now()
+        )
         annotations: dict[str, Any] = {
-            "bw_session": Subquery(
-                Session.objects.filter(session_key=session_key or "", expire_date__gt=Now()).values(
-                    "session_data"
-                )[:1]
-            ),
+            "bw_session": Subquery(sessions.values("session_data")[:1]),
             "bw_user_perms": names(Permission.objects.filter(user=OuterRef("pk"))),
             "bw_group_perms": names(Permission.objects.filter(group__user=OuterRef("pk"))),
             "bw_groups": ArraySubquery(
@@ -269,17 +319,17 @@ class LiveCheck:
         }
         decides = _decider_filter(users.model(pk=user_pk), groups)
         if self.page == "thread":
-            items = ReviewItem.objects.filter(thread_id=thread_id)
-            annotations["bw_exists"] = Exists(Thread.objects.filter(id=thread_id))
+            items = ReviewItem.objects.filter(thread_id=inputs["thread"])
+            annotations["bw_exists"] = Exists(Thread.objects.filter(id=inputs["thread"]))
             annotations["bw_hidden"] = Exists(items.exclude(decides))
         elif self.page == "item":
-            items = ReviewItem.objects.filter(pk=item_id)
+            items = ReviewItem.objects.filter(pk=inputs["item"])
             annotations["bw_exists"] = Exists(items)
             annotations["bw_hidden"] = ~Exists(items.filter(decides))
-        self.fields = [f.attname for f in self.model._meta.concrete_fields]
-        self.extra = list(annotations)
-        query = users.annotate(**annotations).values_list(*self.fields, *self.extra).query
-        self.sql, self.params = query.sql_with_params()
+        extra = list(annotations)
+        query = users.annotate(**annotations).values_list(*self.fields, *extra).query
+        sql, params = query.sql_with_params()
+        return sql, tuple(params), extra
 
     @staticmethod
     def applies() -> bool:

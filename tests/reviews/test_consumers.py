@@ -453,3 +453,32 @@ async def test_run_events_arriving_during_a_check_go_out_together(monkeypatch: A
     for frames in received:
         assert [seq for frame in frames for seq in frame] == list(range(1, 12))
         assert len(frames) < 11
+
+
+async def test_sockets_opening_together_share_the_snapshot_of_one_round(monkeypatch: Any) -> None:
+    """The snapshot comes in the next round after the handshake (which does not wait
+    behind it); a user's sockets on the same page in the same round get one render, each
+    after its own check (case 50's reconnect storm: 20 sockets per thread)."""
+    from reviews.consumers import ThreadConsumer
+
+    slow_first_call(monkeypatch, ThreadConsumer, "snapshot")
+    renders: list[str] = []
+    snapshot = ThreadConsumer.snapshot
+
+    def counted(self: Any) -> str:
+        renders.append(self.channel_name)
+        return snapshot(self)
+
+    monkeypatch.setattr(ThreadConsumer, "snapshot", counted)
+    alice, bob = await reviewer("alice"), await reviewer("bob")
+    item = await sync_to_async(pause)()
+    path = f"/ws/threads/{item.thread_id}/"
+
+    opened = await asyncio.gather(*(connect(path, user) for user in [alice] * 5 + [bob]))
+    firsts = [await communicator.receive_from(timeout=5) for communicator, _ in opened]
+
+    assert all(connected for _, connected in opened)
+    assert all(first.lstrip().startswith('<div id="thread-live"') for first in firsts)
+    assert len(renders) < len(opened)
+    for communicator, _ in opened:
+        await communicator.disconnect()

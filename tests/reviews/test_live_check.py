@@ -254,3 +254,21 @@ def test_the_statement_decides_as_the_permission_queries(who: str, rule: str) ->
     }
 
     assert decided == expected
+
+
+@pytest.mark.parametrize("page", [{}, {"thread_id": "t-1"}, {"item_id": 42}])
+def test_the_statement_is_compiled_once_per_kind_of_page(page: dict[str, Any]) -> None:
+    """Compiling the statement costs ten times running it: each kind of page compiles it
+    once, and a socket's check only puts its own user, session and page in it."""
+    from reviews import permissions
+
+    first = LiveCheck(7, session_key="key-a", **page)
+    second = LiveCheck(8, session_key="key-b", **page)
+    compiled = second._compile(
+        {"user": 8, "session": "key-b", "thread": None, "item": None}
+        | {name.removesuffix("_id"): value for name, value in page.items()}
+    )
+
+    assert (second.sql, second.params, second.extra) == compiled
+    assert first.params != second.params
+    assert any(key[0] == second.page for key in permissions._TEMPLATES)
