@@ -130,7 +130,9 @@ def thread_context(thread: Thread, user: Any) -> dict[str, Any]:
         .select_related("user", "item")
         .order_by("-created_at")
     )
-    runs = list(Run.objects.filter(thread=thread).order_by("-created_at")[:10])
+    runs = list(
+        Run.objects.filter(thread=thread).select_related("created_by").order_by("-created_at")[:10]
+    )
     state = threads.current_state(thread)
     return {
         "thread": thread,

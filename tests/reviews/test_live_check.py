@@ -272,3 +272,22 @@ def test_the_statement_is_compiled_once_per_kind_of_page(page: dict[str, Any]) -
     assert (second.sql, second.params, second.extra) == compiled
     assert first.params != second.params
     assert any(key[0] == second.page for key in permissions._TEMPLATES)
+
+
+def test_a_thread_snapshot_reads_the_same_rows_however_many_runs_people_started() -> None:
+    alice = make_reviewer("alice")
+    item = pause(user=alice)
+    page = thread_page(User.objects.get(pk=alice.pk), item)
+    with CaptureQueriesContext(connection) as one_run:
+        page.snapshot()
+    from beamweaver_core.models import Run
+
+    for _ in range(3):
+        Run.objects.create(
+            thread_id=item.thread_id, graph=item.graph, created_by=alice, status="succeeded"
+        )
+    with CaptureQueriesContext(connection) as four_runs:
+        snapshot = page.snapshot()
+
+    assert snapshot.count("by alice") == 4
+    assert len(four_runs) == len(one_run)
