@@ -28,6 +28,7 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY, get_user_model
+from django.db import close_old_connections
 from django.utils import timezone
 from django.utils.crypto import constant_time_compare
 
@@ -61,10 +62,11 @@ class LiveConsumer(AsyncWebsocketConsumer):
     """What every live page shares: authentication, re-checks, and ignoring clients.
 
     Hints from the channel layer are noted on the event loop (`note`), never handled one
-    by one on the database thread: the notes that arrive while a re-check and render are
-    under way wait for the next one, which re-checks once and renders them all (`frames`).
-    One check and render per hint fell behind under a burst, until the channel layer's
-    expiry dropped hints (bench.hostile cases 25 and 50)."""
+    by one on the database thread: the event loop's next round (`_Flusher`) re-checks
+    every socket with notes, each with its own check, and renders what they noted
+    (`frames`), in one call on the database thread; notes that arrive during a round wait
+    for the next one. One check and render per hint fell behind under a burst, until the
+    channel layer's expiry dropped hints (bench.hostile cases 25 and 50)."""
 
     def page_groups(self) -> list[str]:
         """The groups to join (after the check said yes)."""
@@ -352,6 +354,10 @@ def _render_round(round_: list[tuple[LiveConsumer, dict[Any, Any]]]) -> list[Any
             outcomes.append(consumer._checked_frames(batch, shared))
         except Exception as exc:
             outcomes.append(exc)
+            # A connection that broke is replaced before the next socket's check (as
+            # between two calls of `database_sync_to_async`), so one failure closes one
+            # socket, not the round.
+            close_old_connections()
     return outcomes
 
 

@@ -482,3 +482,38 @@ async def test_sockets_opening_together_share_the_snapshot_of_one_round(monkeypa
     assert len(renders) < len(opened)
     for communicator, _ in opened:
         await communicator.disconnect()
+
+
+async def test_a_failed_render_closes_its_socket_and_not_the_others(monkeypatch: Any) -> None:
+    from reviews.consumers import ThreadConsumer
+
+    frames_of = ThreadConsumer.frames
+
+    def failing_for_alice(self: Any, batch: dict[Any, str]) -> list[str]:
+        if self.user.username == "alice":
+            raise RuntimeError("render failed")
+        return frames_of(self, batch)
+
+    monkeypatch.setattr(ThreadConsumer, "frames", failing_for_alice)
+    alice, bob = await reviewer("alice"), await reviewer("bob")
+    item = await sync_to_async(pause)()
+    sockets = []
+    for user in (alice, bob):
+        communicator, _ = await connect(f"/ws/threads/{item.thread_id}/", user)
+        await communicator.receive_from(timeout=5)
+        sockets.append(communicator)
+    event = {"seq": 1, "event": "task.end", "node": "act"}
+
+    await hint(
+        thread_group(item.thread_id),
+        {
+            "type": "run.event",
+            "thread_id": item.thread_id,
+            "run_id": str(item.run_id),
+            "event": event,
+        },
+    )
+
+    assert (await sockets[0].receive_output(timeout=5))["type"] == "websocket.close"
+    assert "run-event-" in await sockets[1].receive_from(timeout=5)
+    await sockets[1].disconnect()
