@@ -328,7 +328,7 @@ class _Flusher:
                     later[consumer] = None
                     continue
                 try:
-                    await consumer.deliver(outcome)  # type: ignore[arg-type]
+                    await consumer.deliver(outcome)
                 except Exception:
                     logger.warning("Live push failed", exc_info=True)
             if later:  # first in the next round
