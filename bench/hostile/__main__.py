@@ -22,6 +22,7 @@ import json
 import logging
 import multiprocessing
 import pkgutil
+import signal
 import sys
 import time
 import traceback
@@ -52,6 +53,9 @@ def _child(number: int, options: Options, queue: Any) -> None:
     )
     # A case that sets Django up gets its root logger at WARNING; its progress still shows.
     logging.getLogger("bench").setLevel(logging.INFO)
+    # SIGTERM (the runner's time limit, or the runner itself stopped) unwinds the case, so
+    # its cleanup stops the throwaway Postgres, Redis, daphne and workers it started.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     case = next(c for c in discover() if c.number == number)
     started = time.monotonic()
     try:
@@ -76,15 +80,22 @@ def run_case(case: Case, options: Options) -> dict[str, Any]:
     started = time.monotonic()
     process.start()
     result: dict[str, Any] | None = None
-    while process.is_alive() or not queue.empty():
-        try:
-            result = queue.get(timeout=1)
-            break
-        except Exception:
-            if time.monotonic() - started > limit:
-                process.kill()
+    try:
+        while process.is_alive() or not queue.empty():
+            try:
+                result = queue.get(timeout=1)
                 break
-    process.join(timeout=30)
+            except Exception:
+                if time.monotonic() - started > limit:
+                    break
+    finally:
+        # Stopped by the time limit, Ctrl-C or SIGTERM: let the case clean up, then kill.
+        if result is None and process.is_alive():
+            process.terminate()
+        process.join(timeout=60)
+        if process.is_alive():
+            process.kill()
+            process.join(timeout=10)
     if result is None:
         result = Outcome(
             case.number, case.title, False, notes=[f"did not finish within {limit:.0f} s"]
@@ -140,6 +151,10 @@ def table_from(path: Path) -> str:
     return render([latest[n] for n in sorted(latest)])
 
 
+def _stop(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m bench.hostile",
@@ -157,6 +172,7 @@ def main(argv: list[str] | None = None) -> int:
         "--table-from", type=Path, metavar="JSONL", help="print the table of a past run and exit"
     )
     args = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, _stop)
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
 
     every = discover()
