@@ -85,8 +85,9 @@ def bob(db: Any) -> User:
     return make_reviewer("bob")
 
 
-def approve_as(user: User, item: ReviewItem) -> Any:
-    """Approve every action of `item` through the decision service, as `user`."""
+def decide_as(user: User, item: ReviewItem, decisions: list[dict[str, Any]]) -> Any:
+    """Decide `item` with `decisions` through the decision service, as `user`, with the
+    digest the item shows and a fresh client decision id."""
     from reviews.services import DecisionRequest, decide
 
     return decide(
@@ -95,9 +96,14 @@ def approve_as(user: User, item: ReviewItem) -> Any:
             user=user,
             client_decision_id=uuid.uuid4().hex,
             digest=item.digest,
-            answer={"decisions": [{"type": "approve"}]},
+            answer={"decisions": decisions},
         )
     )
+
+
+def approve_as(user: User, item: ReviewItem) -> Any:
+    """Approve every action of `item` through the decision service, as `user`."""
+    return decide_as(user, item, [{"type": "approve"}])
 
 
 def form_post(item: ReviewItem, **fields: str) -> dict[str, str]:

@@ -14,8 +14,14 @@ from django.db import connection
 
 from reviews import claims
 from reviews.models import AuditEvent, OutboxMessage, ReviewItem
-from reviews.services import DecisionRequest, decide
-from tests.reviews.conftest import client_for, make_manager, make_reviewer, pause, use_policies
+from tests.reviews.conftest import (
+    client_for,
+    decide_as,
+    make_manager,
+    make_reviewer,
+    pause,
+    use_policies,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -23,15 +29,7 @@ APPROVE = {"decisions": [{"type": "approve"}]}
 
 
 def approve(item: ReviewItem, user: User) -> Any:
-    return decide(
-        DecisionRequest(
-            item_id=item.pk,
-            user=user,
-            client_decision_id=uuid.uuid4().hex,
-            digest=item.digest,
-            answer=APPROVE,
-        )
-    )
+    return decide_as(user, item, APPROVE["decisions"])
 
 
 def test_a_claimed_item_can_only_be_decided_by_its_claimer(alice: User, bob: User) -> None:

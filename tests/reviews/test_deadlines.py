@@ -5,7 +5,6 @@ its state in Postgres."""
 from __future__ import annotations
 
 import json
-import uuid
 from datetime import timedelta
 from io import StringIO
 from typing import Any
@@ -18,8 +17,8 @@ from beamweaver_core.models import Run
 from beamweaver_core.runtime.signals import worker_tick
 from reviews import deadlines, sweeper
 from reviews.models import AuditEvent, Decision, OutboxMessage, ReviewItem
-from reviews.services import DecisionRequest, decide
 from tests.reviews.conftest import (
+    approve_as,
     client_for,
     make_manager,
     make_reviewer,
@@ -34,15 +33,7 @@ HOUR = 3600
 
 
 def approve(item: ReviewItem, user: User) -> Any:
-    return decide(
-        DecisionRequest(
-            item_id=item.pk,
-            user=user,
-            client_decision_id=uuid.uuid4().hex,
-            digest=item.digest,
-            answer={"decisions": [{"type": "approve"}]},
-        )
-    )
+    return approve_as(user, item)
 
 
 def test_a_reminder_goes_out_once_before_the_deadline(settings: Any, alice: User) -> None:

@@ -15,8 +15,7 @@ from django.utils import timezone
 from beamweaver_core.models import Thread, ToolExecution
 from reviews import analytics, simulation
 from reviews.models import Decision, ReviewItem
-from reviews.services import DecisionRequest, decide
-from tests.reviews.conftest import client_for, make_reviewer, pause, use_policies
+from tests.reviews.conftest import client_for, decide_as, make_reviewer, pause, use_policies
 
 pytestmark = pytest.mark.django_db
 
@@ -24,15 +23,7 @@ REFUND = {"calls": [{"name": "issue_refund", "args": {"order_id": "7", "amount":
 
 
 def answer(item: ReviewItem, user: User, decisions: list[dict[str, Any]]) -> Any:
-    return decide(
-        DecisionRequest(
-            item_id=item.pk,
-            user=user,
-            client_decision_id=uuid.uuid4().hex,
-            digest=item.digest,
-            answer={"decisions": decisions},
-        )
-    )
+    return decide_as(user, item, decisions)
 
 
 def backdate(item: ReviewItem, minutes: int) -> None:
