@@ -112,7 +112,10 @@ def three_in_the_inbox(session: Any, prefix: str) -> tuple[list[ReviewItem], Any
     `prefix` so that items other tests of the module left pending are not on the page."""
     for n in (1, 2, 3):
         service.start_run("tool_review", {}, thread_id=f"{prefix}-{n}")
-    items = [paused_item(f"{prefix}-{n}") for n in (1, 2, 3)]
+    paused = [paused_item(f"{prefix}-{n}") for n in (1, 2, 3)]
+    # Workers run the three concurrently: they pause in any order, and the inbox lists
+    # them in the order they paused (created_at, id), which is the order returned here.
+    items = sorted(paused, key=lambda item: (item.created_at, item.pk))
     page = session.open(f"/?q={prefix}")
     session.wait_live()
     page.wait_for_selector(f"#item-row-{items[2].pk}", timeout=WAIT)
