@@ -153,8 +153,13 @@ _default_db["OPTIONS"].setdefault(
     "pool",
     {
         "min_size": 1,
-        "max_size": int(os.environ.get("BEAMWEAVER_DB_POOL_SIZE", "40")),
+        # A web process's size; a worker process sizes its own pool by its threads
+        # (beamweaver_core.postgres.pool_size). The variable fixes every process's size.
+        "max_size": int(os.environ.get("BEAMWEAVER_DB_POOL_SIZE", "20")),
         "timeout": float(os.environ.get("BEAMWEAVER_DB_POOL_TIMEOUT", "10")),
+        # Connections opened for a burst (or reopened after an outage) are closed again
+        # after a minute idle, one at a time, instead of after psycopg_pool's ten.
+        "max_idle": float(os.environ.get("BEAMWEAVER_DB_POOL_MAX_IDLE", "60")),
     },
 )
 _default_db["OPTIONS"].setdefault("application_name", os.environ.get("PGAPPNAME", "beamweaver"))

@@ -8,6 +8,7 @@ can neither start a tool nor overwrite the result the new owner recorded.
 from __future__ import annotations
 
 import json
+import threading
 from typing import Any
 
 from django.db import connections
@@ -45,6 +46,15 @@ class PostgresToolLedger:
     def __init__(self, claim: Claim, using: str = "default") -> None:
         self.claim = claim
         self.using = using
+        self._home = threading.get_ident()
+
+    def _release(self) -> None:
+        """On a thread other than the run's (parallel tool calls), give the connection
+        back to the pool after each statement: the tool may run for minutes meanwhile,
+        and a worker's pool holds only a few connections beyond its run threads."""
+        conn = connections[self.using]
+        if threading.get_ident() != self._home and not conn.in_atomic_block:
+            conn.close()
 
     def begin(
         self, key: str, *, tool: str, thread_id: str | None, args: dict[str, Any]
@@ -60,6 +70,7 @@ class PostgresToolLedger:
         with connections[self.using].cursor() as cursor:
             cursor.execute(_BEGIN, params)
             row = cursor.fetchone()
+        self._release()
         if row is None:
             raise StaleWriterError(
                 f"Run {self.claim.run_id} no longer owns thread {self.claim.thread_id!r}; "
@@ -85,6 +96,7 @@ class PostgresToolLedger:
         with connections[self.using].cursor() as cursor:
             cursor.execute(_FINISH, params)
             recorded = cursor.rowcount == 1
+        self._release()
         if not recorded:
             raise StaleWriterError(
                 f"Run {self.claim.run_id} no longer owns thread {self.claim.thread_id!r}; "

@@ -23,6 +23,7 @@ from django.conf import settings
 from django.db import close_old_connections, connections
 from django.db.utils import DatabaseError, InterfaceError, OperationalError
 
+from beamweaver_core.postgres.pool_size import pool_size, set_pool_size, worker_pool_size
 from beamweaver_core.runtime.execution import execute
 from beamweaver_core.runtime.queue import (
     Claim,
@@ -206,6 +207,10 @@ def process_worker(threads: int | None = None) -> Worker:
     with _inline_lock:
         if _inline is None:
             size = threads or int(settings.BEAMWEAVER.get("WORKER_THREADS", 2))
+            # The web process runs these workers too: its pool gets a worker's share more.
+            current = pool_size()
+            if current is not None:
+                set_pool_size(current + worker_pool_size(size))
             _inline = Worker(threads=size).start()
         return _inline
 

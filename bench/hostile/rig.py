@@ -410,6 +410,11 @@ def crash_rig(
         )
         layer = redis_layer()
         setup_django(url, layer, agents.GRAPHS)
+        # The harness checks and supplies from a few threads: a small pool, so that its
+        # connections and the product's fit the cluster together (case 49).
+        from beamweaver_core.postgres.pool_size import set_pool_size
+
+        set_pool_size(8)
         reviewer = create_reviewer()
         server_url = url
         if app_role:

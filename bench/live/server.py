@@ -124,7 +124,15 @@ class LiveServer:
 
     def start(self, timeout: float = 60.0) -> LiveServer:
         """Start the processes and wait until the login page answers (and the worker runs)."""
-        self._spawn("daphne", "serve", "--host", "127.0.0.1", "--port", str(self.port))
+        self._spawn(
+            "daphne",
+            "serve",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            env={"PGAPPNAME": self.env.get("PGAPPNAME", "beamweaver-daphne")},
+        )
         for index in range(self.workers):
             self.spawn_worker("worker" if index == 0 else f"worker{index + 1}")
         deadline = time.monotonic() + timeout

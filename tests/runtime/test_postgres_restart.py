@@ -152,3 +152,67 @@ def test_workers_reconnect_after_an_immediate_postgres_restart(
     assert recovered_in < 60
     assert server.query("SELECT count(*) FROM bw_run WHERE status = 'failed'") == [(0,)]
     assert logs["during-restart"].get("tasks", []) == []  # a finished run: no next tasks
+
+
+def test_a_worker_process_pool_stays_within_its_size_through_restarts(
+    server: Server, tmp_path: Path
+) -> None:
+    """A pool reconnects every slot it counted while the server was away: through
+    restarts a worker's connections must stay within what its threads need (2 * 1 + 4),
+    not the web process's size, or a few workers exhaust max_connections (case 49)."""
+    from beamweaver_core.postgres.pool_size import worker_pool_size
+
+    env = {
+        **os.environ,
+        "DATABASE_URL": server.url,
+        "PYTHONPATH": str(ROOT),
+        "PGAPPNAME": "bw-pool-probe",
+        "BEAMWEAVER_GRAPHS": json.dumps(TEST_GRAPHS),
+        "BEAMWEAVER_LEASE_SECONDS": "2",
+        "BEAMWEAVER_HEARTBEAT_SECONDS": "0.2",
+        "BEAMWEAVER_POLL_SECONDS": "0.05",
+        "BEAMWEAVER_TEST_LEDGER": str(tmp_path / "ledger"),
+        "BEAMWEAVER_TEST_STEP_SECONDS": "0.05",
+    }
+    env.pop("BEAMWEAVER_DB_POOL_SIZE", None)
+    manage(env, "migrate", "--no-input", "-v", "0")
+    worker = subprocess.Popen(
+        [sys.executable, str(ROOT / "manage.py"), "beamweaver_worker", "--threads", "1"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    most = 0
+
+    def sample() -> None:
+        nonlocal most
+        try:
+            rows = server.query(
+                "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'bw-pool-probe'"
+            )
+            most = max(most, rows[0][0])
+        except psycopg.OperationalError:
+            pass
+
+    try:
+        runs = [enqueue(env, f"pool-{n}") for n in range(3)]
+        for _ in range(3):
+            server.restart()
+            until = time.monotonic() + 3
+            while time.monotonic() < until:
+                sample()
+                time.sleep(0.05)
+        for run in runs:
+            wait_status(server, run, "succeeded", 60)
+        runs = [enqueue(env, f"pool-after-{n}") for n in range(3)]
+        for run in runs:
+            wait_status(server, run, "succeeded", 30)
+            sample()
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        output, _ = worker.communicate(timeout=30)
+
+    assert most >= 1, output  # the probe saw the worker's connections at all
+    assert most <= worker_pool_size(1), (most, output[-3000:])
+    assert "at most 6 connections" in output

@@ -72,3 +72,33 @@ def test_a_worker_that_lost_its_lease_cannot_record_a_result() -> None:
         PostgresToolLedger(old).finish("f" * 64, Message.tool("zombie", tool_call_id="c1"))
     row = ToolExecution.objects.get(key="f" * 64)
     assert Message.from_dict(row.message) == theirs
+
+
+def test_a_tool_call_on_another_thread_gives_its_connection_back_while_the_tool_runs() -> None:
+    """Parallel tool calls run on pool threads; the tool may take minutes between begin
+    and finish, and a worker's pool has only a few spare connections: the ledger hands
+    the thread's connection back after each statement (the run's own thread keeps its)."""
+    import threading
+
+    from django.db import connections
+
+    service.start_run("approval", {}, thread_id="ledger-release")
+    claim = claim_next_run("w", 30)
+    assert claim is not None
+    ledger = PostgresToolLedger(claim)
+    held: dict[str, bool] = {}
+
+    def tool_thread() -> None:
+        ledger.begin("r" * 64, tool="refund", thread_id="ledger-release", args={})
+        held["after begin"] = connections["default"].connection is not None
+        ledger.finish("r" * 64, Message.tool("ok", tool_call_id="c1", name="refund"))
+        held["after finish"] = connections["default"].connection is not None
+
+    worker = threading.Thread(target=tool_thread)
+    worker.start()
+    worker.join(30)
+    ledger.begin("h" * 64, tool="refund", thread_id="ledger-release", args={})
+
+    assert held == {"after begin": False, "after finish": False}
+    assert connection.connection is not None  # the run's thread keeps its connection
+    assert ToolExecution.objects.get(key="r" * 64).status == "done"

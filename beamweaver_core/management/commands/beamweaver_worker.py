@@ -11,6 +11,7 @@ from typing import Any
 from channels.layers import get_channel_layer
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from beamweaver_core.postgres.pool_size import set_pool_size, worker_pool_size
 from beamweaver_core.runtime.groups import RUNS_CHANNEL
 from beamweaver_core.runtime.worker import Worker
 
@@ -44,6 +45,9 @@ class Command(BaseCommand):
     ) -> None:
         if threads < 1:
             raise CommandError("--threads must be at least 1")
+        # A worker process needs far fewer connections than a web process: size its pool
+        # by its threads, so that many workers fit in the server's max_connections.
+        set_pool_size(worker_pool_size(threads))
         worker = Worker(threads=threads, name=name).start()
         stop = threading.Event()
 

@@ -297,6 +297,44 @@ class Faults(threading.Thread):
             self.stop_event.wait(0.2)
 
 
+class ConnectionPeaks(threading.Thread):
+    """Samples the cluster's client backends by `application_name` every second until
+    `stop`: the peak per process (daphne, each worker) and of the whole cluster."""
+
+    def __init__(self, rig: Rig, stop: threading.Event) -> None:
+        super().__init__(name="soak-connection-peaks", daemon=True)
+        self.rig, self.stop = rig, stop
+        self.peak: dict[str, int] = {}
+        self.total = 0
+
+    def run(self) -> None:
+        while not self.stop.wait(1.0):
+            try:
+                rows = self.rig.cluster.query(
+                    "SELECT application_name, count(*) FROM pg_stat_activity "
+                    "WHERE backend_type = 'client backend' GROUP BY 1"
+                )
+            except Exception:  # the cluster is restarting: the next sample counts
+                continue
+            self.total = max(self.total, sum(n for _, n in rows))
+            for name, n in rows:
+                self.peak[name] = max(self.peak.get(name, 0), n)
+
+    def report(self) -> dict[str, Any]:
+        from beamweaver_core.postgres.pool_size import WEB_POOL_SIZE, worker_pool_size
+
+        workers = [n for name, n in self.peak.items() if name.startswith("worker")]
+        by_kind = {
+            "daphne": [self.peak.get("beamweaver-daphne", 0), WEB_POOL_SIZE],
+            "worker (most of any)": [max(workers, default=0), worker_pool_size(1)],
+        }
+        return {
+            "by_kind": by_kind,
+            "by_name": dict(sorted(self.peak.items())),
+            "cluster": self.total,
+        }
+
+
 def _recoveries(rig: Rig, faults: Faults) -> dict[str, Any]:
     """Per run a killed worker held: seconds from the SIGKILL to that run finishing on
     another worker (the sweeper re-queues the same run once its lease expires)."""
@@ -349,6 +387,8 @@ def run(options: Options) -> Outcome:
             stop = threading.Event()
             supply = Supply(rig, pool, stop)
             faults = Faults(rig, redis, seconds, options.quick, tally, options.seed)
+            peaks = ConnectionPeaks(rig, stop)
+            peaks.start()
             with SocketFleet(
                 rig.server.ws_base,
                 rig.server.base,
@@ -370,6 +410,8 @@ def run(options: Options) -> Outcome:
                 faults.join(60)
                 events = fleet.stop()
                 figures["workers_alive_at_end"] = len(rig.alive_workers())
+                peaks.join(10)
+                figures["peak_connections"] = peaks.report()
                 figures["server_errors_logged"] = _server_errors(rig.log_text("daphne"))
             figures.update(_ledger(rig, tally, accepted, drained, faults, events))
     f = figures
@@ -383,6 +425,9 @@ def run(options: Options) -> Outcome:
     )
     checks["0 forked chains"] = f["forked_chains"] == 0
     checks["faults all ran"] = len(tally.faults) == 3 * f["scale"]["fault_cycles"]
+    checks["every process within its pool size"] = all(
+        peak <= limit for peak, limit in f["peak_connections"]["by_kind"].values()
+    )
     return Outcome(49, CASE.title, all(checks.values()), figures, checks)
 
 
