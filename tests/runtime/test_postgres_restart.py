@@ -77,6 +77,18 @@ def enqueue(env: dict[str, str], thread: str) -> str:
     return manage(env, "shell", "-c", code).strip().splitlines()[-1]
 
 
+def migrate_and_start_worker(env: dict[str, str]) -> subprocess.Popen[str]:
+    """Migrate the throwaway server and start a one-thread worker process on it."""
+    manage(env, "migrate", "--no-input", "-v", "0")
+    return subprocess.Popen(
+        [sys.executable, str(ROOT / "manage.py"), "beamweaver_worker", "--threads", "1"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+
 def wait_status(server: Server, run_id: str, status: str, timeout: float) -> float:
     start = time.monotonic()
     while time.monotonic() - start < timeout:
@@ -105,14 +117,7 @@ def test_workers_reconnect_after_an_immediate_postgres_restart(
         "BEAMWEAVER_TEST_LEDGER": str(ledger),
         "BEAMWEAVER_TEST_STEP_SECONDS": "0.3",
     }
-    manage(env, "migrate", "--no-input", "-v", "0")
-    worker = subprocess.Popen(
-        [sys.executable, str(ROOT / "manage.py"), "beamweaver_worker", "--threads", "1"],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    worker = migrate_and_start_worker(env)
     try:
         before = enqueue(env, "before-restart")
         wait_status(server, before, "succeeded", 30)
@@ -175,14 +180,7 @@ def test_a_worker_process_pool_stays_within_its_size_through_restarts(
         "BEAMWEAVER_TEST_STEP_SECONDS": "0.05",
     }
     env.pop("BEAMWEAVER_DB_POOL_SIZE", None)
-    manage(env, "migrate", "--no-input", "-v", "0")
-    worker = subprocess.Popen(
-        [sys.executable, str(ROOT / "manage.py"), "beamweaver_worker", "--threads", "1"],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    worker = migrate_and_start_worker(env)
     most = 0
 
     def sample() -> None:
