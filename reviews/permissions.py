@@ -106,8 +106,12 @@ def visible_items(user: Any, items: QuerySet[Any]) -> QuerySet[Any]:
 
 def is_decider(user: Any, item: Any) -> bool:
     """Whether the item's policy lets `user` decide it (the same rule as `visible_items`)."""
-    if not can_review(user):
-        return False
+    return can_review(user) and policy_allows(user, item)
+
+
+def policy_allows(user: Any, item: Any) -> bool:
+    """Whether the item's policy names `user` among its deciders, for a user already known
+    to hold the reviewer permission (e.g. one of `reviewers()`: no permission queries)."""
     if not item.reviewer_group_ids and not item.responder_ids:
         return True
     if user.pk in item.responder_ids or item.assignee_id == user.pk:
@@ -426,6 +430,7 @@ __all__ = [
     "group_ids",
     "is_decider",
     "manager_ids",
+    "policy_allows",
     "reviewer_required",
     "reviewers",
     "visible_audit",

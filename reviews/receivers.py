@@ -13,7 +13,7 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from django.db import IntegrityError, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from beamweaver_core.agent.review import HITL
@@ -43,11 +43,21 @@ def classify(interrupt: Interrupt) -> tuple[str, list[str]]:
 
 
 def on_run_paused(sender: Any, run: Run, interrupts: Sequence[Interrupt], **kwargs: Any) -> None:
-    """One pending review item per interrupt (idempotent); stale ones are cancelled."""
+    """One pending review item per interrupt (idempotent); stale ones are cancelled.
+
+    One locking read finds both the thread's pending items and the items of these
+    interrupts (in any status)."""
     current = {i.id for i in interrupts}
-    _cancel_pending(run, exclude=current, reason=SUPERSEDED)
+    items = list(
+        ReviewItem.objects.select_for_update().filter(
+            Q(status=ReviewItem.Status.PENDING) | Q(interrupt_id__in=current),
+            thread_id=run.thread_id,
+        )
+    )
+    _cancel([i for i in items if i.is_pending and i.interrupt_id not in current], reason=SUPERSEDED)
+    existing = {i.interrupt_id: i for i in items if i.interrupt_id in current}
     for interrupt in interrupts:
-        _upsert(run, interrupt)
+        _upsert(run, interrupt, existing.get(interrupt.id))
 
 
 def on_run_finished(sender: Any, run: Run, **kwargs: Any) -> None:
@@ -68,6 +78,10 @@ def _cancel_pending(run: Run, *, exclude: set[str], reason: str) -> None:
         .filter(thread_id=run.thread_id, status=ReviewItem.Status.PENDING)
         .exclude(interrupt_id__in=exclude)
     )
+    _cancel(list(stale), reason=reason)
+
+
+def _cancel(stale: list[ReviewItem], *, reason: str) -> None:
     now = timezone.now()
     for item in stale:
         item.status = ReviewItem.Status.CANCELLED
@@ -88,7 +102,7 @@ def _cancel_pending(run: Run, *, exclude: set[str], reason: str) -> None:
         realtime.announce(realtime.CANCELLED, item.pk, item.thread_id)
 
 
-def _upsert(run: Run, interrupt: Interrupt) -> None:
+def _upsert(run: Run, interrupt: Interrupt, item: ReviewItem | None) -> None:
     try:
         text = payloads.canonical(interrupt.value)
     except ValueError:
@@ -106,22 +120,15 @@ def _upsert(run: Run, interrupt: Interrupt) -> None:
         "digest": payloads.digest(text),
         "tool_names": tools,
     }
-    item = (
-        ReviewItem.objects.select_for_update()
-        .filter(thread_id=run.thread_id, interrupt_id=interrupt.id)
-        .first()
-    )
     if item is None:
         item = ReviewItem(thread_id=run.thread_id, interrupt_id=interrupt.id, **fields)
         policy = policies.resolve(run.graph, tools)
         policies.apply(item, policy, now=item.created_at)
         item.requested_by_id = requester(run)
-        try:
-            with transaction.atomic():
-                item.save(force_insert=True)
-        except IntegrityError:
-            logger.warning("Review item for %s/%s already exists", run.thread_id, interrupt.id)
-            return
+        # No savepoint: this transaction holds the run's row (its fenced outcome), so no
+        # other writer records this thread's pause meanwhile, and the locking read above
+        # found no item for this interrupt.
+        item.save(force_insert=True)
         _audit(item, AuditEvent.Action.CREATED, f"Review policy: {policy.version}.")
         realtime.announce(realtime.CREATED, item.pk, item.thread_id)
         notify(NotificationEvent.CREATED, item)
@@ -140,7 +147,10 @@ def _upsert(run: Run, interrupt: Interrupt) -> None:
 
 
 def requester(run: Run) -> int | None:
-    """Who started the thread's latest run from input (not a reviewer's resume)."""
+    """Who started the run from input: the paused run's creator when it is a start run,
+    else whoever started the thread's latest start run (not a reviewer's resume)."""
+    if run.kind == Run.Kind.START:
+        return run.created_by_id
     return (
         Run.objects.filter(thread_id=run.thread_id, kind=Run.Kind.START)
         .order_by("-created_at")

@@ -48,12 +48,7 @@ def execute(claim: Claim, *, using: str = "default") -> str:
         claim.run_id, claim.token, on_write=recorder.store
     )
     config: dict[str, Any] = {"configurable": {"thread_id": claim.thread_id}, "run_id": run_id}
-    ours = Run.objects.using(using).filter(
-        id=claim.run_id, fencing_token=claim.token, status=Run.Status.RUNNING
-    )
-    Thread.objects.using(using).filter(id=claim.thread_id, runs__in=ours).update(
-        status=Thread.Status.RUNNING, updated_at=timezone.now()
-    )
+    # The claim marked the thread running (in its own statement).
     group_send(
         thread_group(claim.thread_id),
         {"type": "run.status", "thread_id": claim.thread_id, "run_id": run_id, "status": "running"},
@@ -137,14 +132,14 @@ def _record(
     else:
         status, thread_status, summary = Run.Status.FAILED, Thread.Status.FAILED, None
     with transaction.atomic(using=using):
-        if not finish_run(claim, status, result=summary, error=error, using=using):
+        run = finish_run(claim, status, result=summary, error=error, using=using)
+        if run is None:
             raise _LostRun
         with connections[using].cursor() as cursor:
             recorder.store(cursor)
         Thread.objects.using(using).filter(id=claim.thread_id).update(
             status=thread_status, updated_at=timezone.now()
         )
-        run = Run.objects.using(using).get(id=claim.run_id)
         if isinstance(result, Interrupted):
             run_paused.send(sender=Run, run=run, interrupts=result.interrupts)
         else:

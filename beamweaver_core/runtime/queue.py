@@ -17,6 +17,8 @@ from uuid import UUID
 
 from django.db import connections, transaction
 
+from beamweaver_core.models import Run
+
 logger = logging.getLogger(__name__)
 
 
@@ -34,7 +36,13 @@ class Claim:
     lease_expires_at: datetime
 
 
+# One statement (atomic by itself, no BEGIN/COMMIT round trips): claim the run and mark
+# its thread running. The run and its thread are both locked SKIP LOCKED: a run whose
+# thread a transaction holds (a resume being queued, a cancel) is taken at the next poll,
+# and the claim never waits for a thread lock while holding a run (no deadlock with
+# `resume_thread`, which locks the thread and then its queued run).
 _CLAIM = """
+WITH claimed AS (
 UPDATE bw_run AS r
    SET status = 'running',
        lease_owner = %s,
@@ -44,14 +52,19 @@ UPDATE bw_run AS r
        started_at = coalesce(r.started_at, now()),
        updated_at = now()
  WHERE r.id = (
-        SELECT q.id FROM bw_run AS q
+        SELECT q.id FROM bw_run AS q JOIN bw_thread AS th ON th.id = q.thread_id
          WHERE q.status = 'queued' {pick}
            AND NOT EXISTS (SELECT 1 FROM bw_run AS x
                             WHERE x.thread_id = q.thread_id AND x.status = 'running')
          ORDER BY q.created_at, q.id
          LIMIT 1
-           FOR UPDATE SKIP LOCKED)
+           FOR UPDATE OF q, th SKIP LOCKED)
 RETURNING r.id, r.thread_id, r.graph, r.kind, r.input, r.fencing_token, r.attempts, r.lease_expires_at
+), running AS (
+UPDATE bw_thread AS t SET status = 'running', updated_at = now()
+  FROM claimed WHERE t.id = claimed.thread_id
+)
+SELECT * FROM claimed
 """
 
 
@@ -68,7 +81,7 @@ def claim_run(
 
 
 def _claim(sql: str, params: list[Any], using: str) -> Claim | None:
-    with transaction.atomic(using=using), connections[using].cursor() as cursor:
+    with connections[using].cursor() as cursor:
         cursor.execute(sql, params)
         row = cursor.fetchone()
     if row is None:
@@ -106,22 +119,22 @@ def finish_run(
     result: Any = None,
     error: str = "",
     using: str = "default",
-) -> bool:
-    """Record the run's outcome if the run is still ours; returns whether it was."""
-    with connections[using].cursor() as cursor:
-        cursor.execute(
-            "UPDATE bw_run SET status = %s, result = %s, error = %s, finished_at = now(), "
-            "lease_owner = '', lease_expires_at = NULL, updated_at = now() "
-            "WHERE id = %s AND fencing_token = %s AND status = 'running'",
-            [
-                status,
-                None if result is None else json.dumps(result, ensure_ascii=False),
-                error,
-                claim.run_id,
-                claim.token,
-            ],
-        )
-        return cursor.rowcount == 1
+) -> Run | None:
+    """Record the run's outcome if the run is still ours; the updated run if it was
+    (read back by the same statement), else `None`."""
+    rows = Run.objects.using(using).raw(
+        "UPDATE bw_run SET status = %s, result = %s, error = %s, finished_at = now(), "
+        "lease_owner = '', lease_expires_at = NULL, updated_at = now() "
+        "WHERE id = %s AND fencing_token = %s AND status = 'running' RETURNING *",
+        [
+            status,
+            None if result is None else json.dumps(result, ensure_ascii=False),
+            error,
+            claim.run_id,
+            claim.token,
+        ],
+    )
+    return next(iter(rows), None)
 
 
 def release_run(claim: Claim, using: str = "default") -> bool:

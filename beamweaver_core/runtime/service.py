@@ -6,12 +6,14 @@ worker is sent only after it commits.
 
 from __future__ import annotations
 
+import contextlib
+import json
 import logging
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from beamweaver_core.checkpoint import serde
@@ -51,23 +53,32 @@ def start_run(
         raise ValueError(f"The input of a run must be a JSON object, got {input!r}.")
     payload = _jsonable(dict(input), "input")
     thread_id = thread_id or uuid.uuid4().hex
-    with transaction.atomic():
-        thread, created = Thread.objects.select_for_update().get_or_create(
-            id=thread_id, defaults={"graph": graph, "metadata": dict(metadata or {})}
-        )
-        if not created and thread.graph and thread.graph != graph:
-            raise ValueError(
-                f"Thread {thread_id!r} belongs to graph {thread.graph!r}, not {graph!r}."
-            )
-        if Run.objects.filter(thread=thread, status=Run.Status.QUEUED).exists():
+    metadata_json = json.dumps(dict(metadata or {}), ensure_ascii=False)
+    with _busy(thread_id), transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute(_LOCK_THREAD, [thread_id, graph, metadata_json])
+            (owner,) = cursor.fetchone()
+        if owner != graph:
+            raise ValueError(f"Thread {thread_id!r} belongs to graph {owner!r}, not {graph!r}.")
+        if Run.objects.filter(thread_id=thread_id, status=Run.Status.QUEUED).exists():
             raise ThreadBusyError(
                 f"Thread {thread_id!r} already has a queued run; wait for it to start."
             )
-        if not thread.graph:
-            thread.graph = graph
-            thread.save(update_fields=["graph", "updated_at"])
-        run = _create(thread, graph, Run.Kind.START, payload, user)
+        run = _create(Thread(id=thread_id), graph, Run.Kind.START, payload, user)
     return run
+
+
+# Create the thread or lock the existing one (the no-op update takes its row lock, as
+# SELECT ... FOR UPDATE would), giving a thread without a graph this one, in one
+# statement; returns the thread's graph.
+_LOCK_THREAD = """
+INSERT INTO bw_thread (id, graph, status, metadata, created_at, updated_at)
+VALUES (%s, %s, 'idle', %s::jsonb, now(), now())
+ON CONFLICT (id) DO UPDATE
+   SET graph = CASE WHEN bw_thread.graph = '' THEN EXCLUDED.graph ELSE bw_thread.graph END,
+       updated_at = CASE WHEN bw_thread.graph = '' THEN now() ELSE bw_thread.updated_at END
+RETURNING graph
+"""
 
 
 def resume_thread(
@@ -80,7 +91,7 @@ def resume_thread(
     continue past a breakpoint). Answers for a thread whose resume is still queued join
     that run, so several decisions of one thread resume it once."""
     payload = None if answers is None else _jsonable(dict(answers), "answers")
-    with transaction.atomic():
+    with _busy(thread_id), transaction.atomic():
         thread = Thread.objects.select_for_update().filter(id=thread_id).first()
         if thread is None:
             raise LookupError(f"Thread {thread_id!r} does not exist.")
@@ -110,22 +121,32 @@ def resume_thread(
 
 
 def _create(thread: Thread, graph: str, kind: str, payload: Any, user: Any) -> Run:
-    try:
-        with transaction.atomic():
-            run = Run.objects.create(
-                thread=thread,
-                graph=graph,
-                kind=kind,
-                input=payload,
-                created_by=user if getattr(user, "pk", None) is not None else None,
-            )
-    except IntegrityError:
-        raise ThreadBusyError(
-            f"Thread {thread.id!r} already has a queued run; wait for a worker to start it "
-            "(or cancel it in the admin) before queueing another."
-        ) from None
+    """Insert the queued run, in the caller's transaction, which holds the thread's row
+    lock and has checked that no run is queued on it. No savepoint: should the one-queued-
+    run constraint still refuse it (a run re-queued by an operator meanwhile), the whole
+    transaction fails, and `_busy` turns that into `ThreadBusyError`."""
+    run = Run.objects.create(
+        thread=thread,
+        graph=graph,
+        kind=kind,
+        input=payload,
+        created_by=user if getattr(user, "pk", None) is not None else None,
+    )
     transaction.on_commit(lambda: notify_run_queued(run.id))
     return run
+
+
+@contextlib.contextmanager
+def _busy(thread_id: str) -> Iterator[None]:
+    try:
+        yield
+    except IntegrityError as exc:
+        if "bw_run_one_queued_per_thread" not in str(exc):
+            raise
+        raise ThreadBusyError(
+            f"Thread {thread_id!r} already has a queued run; wait for a worker to start it "
+            "(or cancel it in the admin) before queueing another."
+        ) from None
 
 
 def cancel_run(run_id: Any, *, user: Any = None) -> Run:

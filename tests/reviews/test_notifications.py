@@ -254,3 +254,24 @@ def test_a_third_channel_is_plugged_in_through_the_settings(settings: Any) -> No
     url = f"http://localhost:8000/items/{item.pk}/"
     assert ChatChannel.sent == [("review.created", "#reviews (1 concerned)", url)]
     assert OutboxMessage.objects.get().channel == "chat"
+
+
+def test_the_audience_of_an_item_costs_the_same_queries_for_one_or_many_reviewers(
+    settings: Any,
+) -> None:
+    """Every reviewer in the audience already holds the permission: the policy decides,
+    with no permission queries per reviewer (they ran in the pause's transaction)."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from reviews.notifications.dispatch import audience
+
+    make_reviewer("first")
+    item = pause()
+    with CaptureQueriesContext(connection) as one:
+        assert [u.username for u in audience("review.created", item)] == ["first"]
+    for n in range(6):
+        make_reviewer(f"more-{n}")
+    with CaptureQueriesContext(connection) as seven:
+        assert len(audience("review.created", item)) == 7
+    assert len(seven.captured_queries) == len(one.captured_queries) <= 3

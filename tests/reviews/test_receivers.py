@@ -165,3 +165,11 @@ def test_hints_are_sent_to_the_inbox_the_thread_and_the_item_after_commit(
         ["inbox", thread_group(item.thread_id), f"review.{item.pk}"]
     )
     assert {m["item_id"] for _, m in created} == {item.pk}
+
+
+def test_the_requester_of_a_paused_start_run_is_who_started_it() -> None:
+    from tests.reviews.conftest import make_reviewer
+
+    alice = make_reviewer("alice")
+    item = pause(thread_id="requested", user=alice)
+    assert item.requested_by_id == alice.pk

@@ -144,6 +144,55 @@ def test_a_thread_with_a_running_run_is_not_claimed_again() -> None:
     assert claim_next_run("w2", LEASE) is not None
 
 
+def test_the_claim_marks_the_thread_running_in_the_same_statement() -> None:
+    service.start_run("approval", {}, thread_id="claim-marks")
+    assert Thread.objects.get(id="claim-marks").status == Thread.Status.IDLE
+    assert claim_next_run("w1", LEASE) is not None
+    assert Thread.objects.get(id="claim-marks").status == Thread.Status.RUNNING
+
+
+def test_a_claim_skips_a_run_whose_thread_a_transaction_holds_instead_of_waiting() -> None:
+    """A resume being queued holds the thread and then wants its queued run; a claim that
+    held the run and waited for the thread would deadlock with it. The claim skips the
+    locked thread and takes the run once the lock is gone."""
+    from django.db import connections, transaction
+
+    service.start_run("approval", {}, thread_id="claim-locked")
+    locked, release = threading.Event(), threading.Event()
+
+    def hold_thread() -> None:
+        with transaction.atomic():
+            list(Thread.objects.select_for_update().filter(id="claim-locked"))
+            locked.set()
+            release.wait(10)
+        connections.close_all()
+
+    holder = threading.Thread(target=hold_thread)
+    holder.start()
+    try:
+        assert locked.wait(10)
+        started = time.monotonic()
+        assert claim_next_run("w1", LEASE) is None
+        assert time.monotonic() - started < 2.0
+    finally:
+        release.set()
+        holder.join(10)
+    claim = claim_next_run("w1", LEASE)
+    assert claim is not None and claim.thread_id == "claim-locked"
+
+
+def test_a_thread_without_a_graph_takes_the_run_s_and_keeps_it() -> None:
+    Thread.objects.create(id="graphless")
+    service.start_run("approval", {}, thread_id="graphless", metadata={"from": "test"})
+    assert Thread.objects.get(id="graphless").graph == "approval"
+    service.start_run("approval", {}, thread_id="with-meta", metadata={"team": "ops"})
+    assert Thread.objects.get(id="with-meta").metadata == {"team": "ops"}
+    run_next()
+    with pytest.raises(ValueError, match="belongs to graph 'approval', not 'pair'"):
+        service.start_run("pair", {}, thread_id="graphless")
+    assert Run.objects.filter(thread_id="graphless").count() == 1
+
+
 def test_two_workers_racing_claim_each_run_once() -> None:
     rounds = 40
     for i in range(rounds):
