@@ -164,6 +164,7 @@ class Supply(threading.Thread):
         super().__init__(daemon=True)
         self.rig, self.pool, self.stop_event = rig, pool, stop
         self.started_runs = 0
+        self.batches = 0
 
     def top_up(self) -> None:
         waiting = int(
@@ -174,7 +175,10 @@ class Supply(threading.Thread):
         )
         want = min(50, self.pool - waiting)
         if want > 0:
-            self.rig.start_runs(want, "send_email", f"soak{self.started_runs}")
+            # A fresh tag per batch: a batch cut short by a fault must not make the next
+            # one reuse its thread ids (they may still have their run queued).
+            self.batches += 1
+            self.rig.start_runs(want, "send_email", f"soak{self.batches}")
             self.started_runs += want
 
     def run(self) -> None:
