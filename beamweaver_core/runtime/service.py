@@ -57,10 +57,13 @@ def start_run(
     with _busy(thread_id), transaction.atomic():
         with connection.cursor() as cursor:
             cursor.execute(_LOCK_THREAD, [thread_id, graph, metadata_json])
-            (owner,) = cursor.fetchone()
+            owner, created = cursor.fetchone()
         if owner != graph:
             raise ValueError(f"Thread {thread_id!r} belongs to graph {owner!r}, not {graph!r}.")
-        if Run.objects.filter(thread_id=thread_id, status=Run.Status.QUEUED).exists():
+        if (
+            not created
+            and Run.objects.filter(thread_id=thread_id, status=Run.Status.QUEUED).exists()
+        ):
             raise ThreadBusyError(
                 f"Thread {thread_id!r} already has a queued run; wait for it to start."
             )
@@ -70,14 +73,15 @@ def start_run(
 
 # Create the thread or lock the existing one (the no-op update takes its row lock, as
 # SELECT ... FOR UPDATE would), giving a thread without a graph this one, in one
-# statement; returns the thread's graph.
+# statement; returns the thread's graph and whether the thread is new (then no run of it
+# can be queued).
 _LOCK_THREAD = """
 INSERT INTO bw_thread (id, graph, status, metadata, created_at, updated_at)
 VALUES (%s, %s, 'idle', %s::jsonb, now(), now())
 ON CONFLICT (id) DO UPDATE
    SET graph = CASE WHEN bw_thread.graph = '' THEN EXCLUDED.graph ELSE bw_thread.graph END,
        updated_at = CASE WHEN bw_thread.graph = '' THEN now() ELSE bw_thread.updated_at END
-RETURNING graph
+RETURNING graph, (xmax = 0) AS created
 """
 
 
