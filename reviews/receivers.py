@@ -67,16 +67,14 @@ def on_run_finished(sender: Any, run: Run, **kwargs: Any) -> None:
     re-queued run or a decision can continue it.
     """
     if run.status == Run.Status.CANCELLED:
-        _cancel_pending(run, exclude=set(), reason=RUN_CANCELLED)
+        _cancel_pending(run, reason=RUN_CANCELLED)
     elif run.status == Run.Status.SUCCEEDED:
-        _cancel_pending(run, exclude=set(), reason=RUN_COMPLETED)
+        _cancel_pending(run, reason=RUN_COMPLETED)
 
 
-def _cancel_pending(run: Run, *, exclude: set[str], reason: str) -> None:
-    stale = (
-        ReviewItem.objects.select_for_update()
-        .filter(thread_id=run.thread_id, status=ReviewItem.Status.PENDING)
-        .exclude(interrupt_id__in=exclude)
+def _cancel_pending(run: Run, *, reason: str) -> None:
+    stale = ReviewItem.objects.select_for_update().filter(
+        thread_id=run.thread_id, status=ReviewItem.Status.PENDING
     )
     _cancel(list(stale), reason=reason)
 

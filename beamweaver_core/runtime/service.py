@@ -145,7 +145,8 @@ def _busy(thread_id: str) -> Iterator[None]:
     try:
         yield
     except IntegrityError as exc:
-        if "bw_run_one_queued_per_thread" not in str(exc):
+        diag = getattr(exc.__cause__, "diag", None)
+        if getattr(diag, "constraint_name", None) != "bw_run_one_queued_per_thread":
             raise
         raise ThreadBusyError(
             f"Thread {thread_id!r} already has a queued run; wait for a worker to start it "

@@ -394,3 +394,20 @@ def test_cancelling_and_deciding_at_once_never_both_happen() -> None:
         assert {outcome["cancel"], outcome["decide"]} == {"ok", "refused"}, outcome
         while (leftover := claim_next_run("drain", LEASE)) is not None:
             execute(leftover)
+
+
+def test_the_one_queued_run_constraint_is_reported_as_a_busy_thread() -> None:
+    """Should the constraint refuse a queued run after all (an operator re-queued one
+    meanwhile), the caller gets `ThreadBusyError`, not a raw `IntegrityError`."""
+    from django.db import transaction
+
+    from beamweaver_core.runtime.service import _busy
+
+    service.start_run("approval", {}, thread_id="raced")
+    with (
+        pytest.raises(ThreadBusyError, match="already has a queued run"),
+        _busy("raced"),
+        transaction.atomic(),
+    ):
+        Run.objects.create(thread_id="raced", graph="approval", kind=Run.Kind.START)
+    assert Run.objects.filter(thread_id="raced").count() == 1
