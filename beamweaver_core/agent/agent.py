@@ -29,8 +29,14 @@ from beamweaver_core.agent.builder import AgentSpec, build_graph
 from beamweaver_core.agent.hitl import HumanInTheLoop, PolicyValue
 from beamweaver_core.agent.middleware import Middleware
 from beamweaver_core.agent.state import MESSAGES, as_messages
-from beamweaver_core.agent.subagents import CompiledSubagent, SubagentSpec, task_tool
+from beamweaver_core.agent.subagents import (
+    CompiledSubagent,
+    SubagentSpec,
+    inherited_tool_names,
+    task_tool,
+)
 from beamweaver_core.agent.tools import Tool, as_tool
+from beamweaver_core.exceptions import GraphDefinitionError
 from beamweaver_core.graph import CompiledGraph, Envelope, StateSnapshot
 from beamweaver_core.llm.base import ChatModel
 from beamweaver_core.types import Command, RunResult
@@ -171,18 +177,25 @@ class Agent:
                 "or set the `model` class attribute (e.g. init_chat_model('openai:gpt-4o'))."
             )
         tools = [as_tool(t) for t in self.tools]
+        middleware = list(self.middleware)
+        reviews = [mw for mw in middleware if isinstance(mw, HumanInTheLoop)]
         if self.subagents:
             tools.append(
-                task_tool(self.subagents, model=self.model, interrupt_on=self.interrupt_on)
+                task_tool(
+                    self.subagents,
+                    model=self.model,
+                    interrupt_on=self.interrupt_on,
+                    review=reviews,
+                )
             )
-        middleware = list(self.middleware)
         if self.interrupt_on:
-            if any(isinstance(mw, HumanInTheLoop) for mw in middleware):
+            if reviews:
                 raise ValueError(
                     f"Agent {self._graph_name()!r} has both interrupt_on and a HumanInTheLoop "
                     "middleware; put the whole review policy in one of them."
                 )
             middleware.append(HumanInTheLoop(self.interrupt_on, tools=tools))
+        self._check_review_policy(middleware, tools)
         return AgentSpec(
             name=self._graph_name(),
             model=self.model,
@@ -192,6 +205,25 @@ class Agent:
             interrupt_before=tuple(self.interrupt_before),
             interrupt_after=tuple(self.interrupt_after),
         )
+
+    def _check_review_policy(self, middleware: Sequence[Middleware], tools: Sequence[Tool]) -> None:
+        """Every tool a review policy names must be a tool of this agent (or of a subagent
+        spec that inherits the policy): a misspelt name would leave the real tool
+        unreviewed."""
+        known = {t.name for t in tools} | inherited_tool_names(self.subagents)
+        problems: list[str] = []
+        for mw in middleware:
+            if isinstance(mw, HumanInTheLoop):
+                declared_as = (
+                    "interrupt_on"
+                    if self.interrupt_on and mw is middleware[-1]
+                    else f"HumanInTheLoop {mw.name!r}"
+                )
+                problems.extend(mw.check_tools(known, declared_as=declared_as))
+        if problems:
+            raise GraphDefinitionError(
+                [f"agent {self._graph_name()!r}: {problem}" for problem in problems]
+            )
 
     @_AgentMethod
     def graph_for(self, checkpointer: Checkpointer | None = None) -> CompiledGraph:
