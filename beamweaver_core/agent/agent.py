@@ -26,7 +26,7 @@ from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from beamweaver_core.agent.builder import AgentSpec, build_graph
-from beamweaver_core.agent.hitl import HumanInTheLoop, PolicyValue
+from beamweaver_core.agent.hitl import CHECKPOINTER_ADVICE, HumanInTheLoop, PolicyValue
 from beamweaver_core.agent.middleware import Middleware
 from beamweaver_core.agent.state import MESSAGES, as_messages
 from beamweaver_core.agent.subagents import (
@@ -36,7 +36,7 @@ from beamweaver_core.agent.subagents import (
     task_tool,
 )
 from beamweaver_core.agent.tools import Tool, as_tool
-from beamweaver_core.exceptions import GraphDefinitionError
+from beamweaver_core.exceptions import CheckpointerRequiredError, GraphDefinitionError
 from beamweaver_core.graph import CompiledGraph, Envelope, StateSnapshot
 from beamweaver_core.llm.base import ChatModel
 from beamweaver_core.types import Command, RunResult
@@ -240,6 +240,17 @@ class Agent:
                 self._by_checkpointer[chosen] = graph
             return graph
 
+    def _saved_graph(self, checkpointer: Checkpointer | None, what: str) -> CompiledGraph:
+        """The compiled graph for an operation on a saved thread (`what`), which needs a
+        checkpointer: say how to give the agent one (not how to compile a graph)."""
+        graph = self.graph_for(checkpointer)
+        if graph.checkpointer is None:
+            raise CheckpointerRequiredError(
+                f"Agent {self._graph_name()!r} has no checkpointer, so it keeps no thread to "
+                f"{what}. {CHECKPOINTER_ADVICE}"
+            )
+        return graph
+
     # -- running ------------------------------------------------------------------------
 
     @_AgentMethod
@@ -264,7 +275,7 @@ class Agent:
         checkpointer: Checkpointer | None = None,
     ) -> RunResult:
         """Answer the pending interrupt(s): for a tool review, `{"decisions": [...]}`."""
-        return self.graph_for(checkpointer).resume(value, config, context)
+        return self._saved_graph(checkpointer, "resume").resume(value, config, context)
 
     @_AgentMethod
     def resume_review(
@@ -280,7 +291,7 @@ class Agent:
         answer: Any = {"decisions": list(decisions)}
         if interrupt_id is not None:
             answer = {interrupt_id: answer}
-        return self.graph_for(checkpointer).resume(answer, config, context)
+        return self._saved_graph(checkpointer, "resume").resume(answer, config, context)
 
     @_AgentMethod
     async def ainvoke(
@@ -304,7 +315,7 @@ class Agent:
         checkpointer: Checkpointer | None = None,
     ) -> RunResult:
         """Async `resume`."""
-        return await self.graph_for(checkpointer).aresume(value, config, context)
+        return await self._saved_graph(checkpointer, "resume").aresume(value, config, context)
 
     @_AgentMethod
     def stream_events(
@@ -353,7 +364,7 @@ class Agent:
         self, config: Config, *, subgraphs: bool = False, checkpointer: Checkpointer | None = None
     ) -> StateSnapshot:
         """The thread's latest state (see `CompiledGraph.get_state`)."""
-        return self.graph_for(checkpointer).get_state(config, subgraphs=subgraphs)
+        return self._saved_graph(checkpointer, "read").get_state(config, subgraphs=subgraphs)
 
 
 def _agent_input(value: Any) -> Any:

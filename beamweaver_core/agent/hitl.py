@@ -96,6 +96,13 @@ BINDING_REFUSAL_TEMPLATE = (
     "retry it unless the user asks; a new call is reviewed again."
 )
 
+CHECKPOINTER_ADVICE = (
+    "Give the agent one: Agent.build(..., checkpointer=MemoryCheckpointer()) "
+    "(PostgresCheckpointer() to resume in another process); a module-style agent takes the "
+    "`checkpointer` class attribute or checkpointer= on each call (invoke, resume, ...)."
+)
+"""How to fix an agent that must pause or resume without a checkpointer."""
+
 logger = logging.getLogger(__name__)
 
 InterruptMode = Literal["all", "first"]
@@ -272,10 +279,7 @@ class HumanInTheLoop(Middleware):
         except CheckpointerRequiredError:
             raise CheckpointerRequiredError(
                 f"The tool call(s) {[c.name for c in calls]} need a human review, but the agent "
-                "has no checkpointer to save the paused run. Give it one: "
-                "Agent.build(..., checkpointer=MemoryCheckpointer()) (PostgresCheckpointer() to "
-                "resume in another process); a module-style agent takes the `checkpointer` "
-                "class attribute or invoke(..., checkpointer=...)."
+                f"has no checkpointer to save the paused run. {CHECKPOINTER_ADVICE}"
             ) from None
 
     def _recorded(

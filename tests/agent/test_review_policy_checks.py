@@ -171,3 +171,20 @@ def test_an_agent_without_a_checkpointer_is_told_how_to_give_it_one() -> None:
     assert "Agent.build(..., checkpointer=" in text
     assert "graph.compile(" not in text
     assert box.ran == []
+
+
+def test_resuming_or_reading_an_agent_without_a_checkpointer_says_how_to_give_it_one() -> None:
+    box = Toolbox()
+    agent = Agent.build(model=ScriptedChatModel([]), tools=[box.remove_file], name="Cleaner")
+    config = {"configurable": {"thread_id": "t"}}
+
+    for attempt in (
+        lambda: agent.resume({"decisions": [{"type": "approve"}]}, config=config),
+        lambda: agent.resume_review([{"type": "approve"}], config=config),
+        lambda: agent.get_state(config),
+    ):
+        with pytest.raises(
+            CheckpointerRequiredError, match="Agent 'Cleaner' has no checkpointer"
+        ) as failed:
+            attempt()
+        assert "Agent.build(..., checkpointer=" in str(failed.value)
