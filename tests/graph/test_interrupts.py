@@ -71,8 +71,12 @@ def test_interrupt_values_must_be_json_safe_and_the_path_is_named(
     )
     with pytest.raises(
         TypeError, match=r"The interrupt\(\) value must be JSON-safe data: at 'ok\[1\]\.bad'"
-    ):
+    ) as info:
         graph.invoke({}, config)
+    # A plain TypeError that shows the value and says what to pass instead.
+    assert type(info.value) is TypeError
+    assert "The value there: <object object at" in str(info.value)
+    assert "pass its fields as a dict" in str(info.value)
 
 
 def test_interrupt_without_a_checkpointer_raises_a_clear_error() -> None:
