@@ -9,6 +9,7 @@ Messages say what was wrong, show the offending value, and say how to fix it.
 
 from __future__ import annotations
 
+import reprlib
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -66,6 +67,22 @@ class MissingResumeValueError(BeamWeaverError, ValueError):
             f"resume() was called without a value, but interrupt(s) {list(self.pending_ids)} "
             "are waiting for answers. Pass the answer (or a dict of interrupt id -> answer); "
             "to answer with None, pass null_resume()."
+        )
+
+
+class UnexpectedResumeValueError(BeamWeaverError, ValueError):
+    """A value was given for a static breakpoint, which asks no question: it would be
+    discarded, so it is refused. Nothing was written; the thread stays paused."""
+
+    def __init__(self, breakpoints: Sequence[Any], value: Any) -> None:
+        self.pending_ids = tuple(b.id for b in breakpoints)
+        self.value = value
+        where = ", ".join(f"{b.timing} node {b.node!r}" for b in breakpoints)
+        super().__init__(
+            f"The thread is paused at a static breakpoint ({where}), which asks no question, "
+            f"so the value {reprlib.repr(value)} would be discarded; it was not used and "
+            "nothing was written. Continue with resume(None, config) (or null_resume()); to "
+            "change the state before it continues, call update_state(config, values) first."
         )
 
 
@@ -187,5 +204,6 @@ __all__ = [
     "ScriptExhaustedError",
     "StaleWriterError",
     "ThreadBusyError",
+    "UnexpectedResumeValueError",
     "UnknownInterruptError",
 ]

@@ -14,6 +14,8 @@ import pytest
 from django.db import connection
 
 from beamweaver_core.checkpoint import PostgresCheckpointer
+from tests.support import narrow_subgraph
+from tests.support.processes import child_env
 from tests.support.resume_race import build_graph
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -93,3 +95,33 @@ def test_two_processes_resuming_one_thread_exactly_one_wins(tmp_path: Path) -> N
         line = main_line(thread)
         assert [seq for seq, _, _ in line] == [1, 2, 3]
         assert [parent for _, _, parent in line] == [None, line[0][1], line[1][1]]
+
+
+def test_a_narrow_subgraph_resumes_in_another_process() -> None:
+    """Issue 20: a subgraph declaring only some of its parent's keys pauses in this
+    process and is resumed in another; its private key comes back from its own namespace
+    (the node that set it does not run again) and never reaches the parent's state."""
+    thread = f"narrow-{uuid.uuid4().hex[:8]}"
+    config = {"configurable": {"thread_id": thread}}
+    graph = narrow_subgraph.build_graph(PostgresCheckpointer())
+    mine = f"pid {os.getpid()}"
+    paused = graph.invoke({"items": [], "last": "x"}, config)
+    assert paused.interrupt.value == mine
+    assert graph.get_state(config, subgraphs=True).tasks[0].state.values == {
+        "items": ["pre", "c0"],
+        "private": mine,
+    }
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "tests" / "support" / "narrow_subgraph.py"), thread, "yes"],
+        env=child_env(),
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    line = json.loads(done.stdout)
+    assert line["pid"] != os.getpid()
+    expected = {"items": ["pre", "pre", "c0", f"{mine}:yes", "post"], "last": "post"}
+    assert line["state"] == expected
+    assert graph.get_state(config).values == expected

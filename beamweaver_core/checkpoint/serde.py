@@ -6,9 +6,13 @@ JSON text; `loads` / `from_jsonable` turn them back. Non-JSON engine types trave
 importing a name found in the data. A user dict that happens to carry the `__bw__` key is
 itself stored as a list of pairs (tag `dict`), so data can never pose as an engine object.
 
-Refused, with a `TypeError` naming the state path, before anything is written: values of
-other types, non-string dict keys, NaN and infinities, integers beyond 64 bits, and strings
-PostgreSQL cannot store (NUL characters, lone surrogates).
+Refused, with a `TypeError` naming the state path and showing the value, before anything
+is written: values of other types, non-string dict keys, NaN and infinities, integers beyond
+64 bits, and strings PostgreSQL cannot store (NUL characters, lone surrogates).
+
+JSON has arrays, not tuples: a tuple is stored as a list and reads back as one, from every
+checkpointer. `normalize` gives a value that shape up front, so what a run returns and
+what a later read gives are the same.
 """
 
 from __future__ import annotations
@@ -16,7 +20,8 @@ from __future__ import annotations
 import base64
 import json
 import math
-from collections.abc import Callable
+import reprlib
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -58,26 +63,42 @@ def _path_str(path: tuple[str | int, ...]) -> str:
     return out or "<root>"
 
 
-class _Invalid(TypeError):
-    def __init__(self, path: tuple[str | int, ...], problem: str) -> None:
+_short = reprlib.Repr()
+_short.maxstring = 60
+_short.maxother = 60
+
+
+class _Invalid(Exception):
+    """Internal: carries the path of an unstorable value up to the public functions, which
+    raise it as a plain `TypeError` (callers never see this class)."""
+
+    def __init__(self, path: tuple[str | int, ...], problem: str, value: Any = None) -> None:
+        super().__init__(path, problem)
         self.path = path
         self.problem = problem
-        super().__init__(f"Cannot store the value at state path {_path_str(path)!r}: {problem}")
+        self.value = value
+
+
+def _stored_error(exc: _Invalid) -> TypeError:
+    return TypeError(
+        f"Cannot store the value at state path {_path_str(exc.path)!r}: {exc.problem}. "
+        f"The value: {_short.repr(exc.value)}"
+    )
+
+
+_NUL = (
+    "the string contains a NUL character (\\u0000), which PostgreSQL cannot store; "
+    "remove or replace it"
+)
 
 
 def _check_str(value: str, path: tuple[str | int, ...]) -> None:
     if value.isascii():
         if "\x00" in value:
-            raise _Invalid(
-                path,
-                "the string contains a NUL character (\\u0000), which PostgreSQL cannot store; remove or replace it",
-            )
+            raise _Invalid(path, _NUL, value)
         return
     if "\x00" in value:
-        raise _Invalid(
-            path,
-            "the string contains a NUL character (\\u0000), which PostgreSQL cannot store; remove or replace it",
-        )
+        raise _Invalid(path, _NUL, value)
     try:
         value.encode("utf-8")
     except UnicodeEncodeError as exc:
@@ -85,6 +106,7 @@ def _check_str(value: str, path: tuple[str | int, ...]) -> None:
             path,
             f"the string contains a lone surrogate ({value[exc.start]!r} at offset {exc.start}), "
             "which is not valid Unicode; decode your input with errors='replace'",
+            value,
         ) from None
 
 
@@ -98,10 +120,10 @@ def _convert(value: Any, path: tuple[str | int, ...]) -> Any:
     if kind is int:
         if -_MAX_INT <= value < _MAX_INT:
             return value
-        raise _Invalid(path, "the integer does not fit in 64 bits; store it as a string")
+        raise _Invalid(path, "the integer does not fit in 64 bits; store it as a string", value)
     if kind is float:
         if not math.isfinite(value):
-            raise _Invalid(path, f"{value!r} is not valid JSON; use None or a string")
+            raise _Invalid(path, f"{value!r} is not valid JSON; use None or a string", value)
         return value
     if kind is dict:
         out = {}
@@ -110,6 +132,7 @@ def _convert(value: Any, path: tuple[str | int, ...]) -> Any:
                 raise _Invalid(
                     (*path, repr(key)),
                     f"dict keys must be str, got {type(key).__name__}; convert the key with str()",
+                    key,
                 )
             _check_str(key, (*path, key))
             out[key] = _convert(item, (*path, key))
@@ -147,20 +170,68 @@ def _convert_other(value: Any, path: tuple[str | int, ...]) -> Any:
         path,
         f"values of type {type(value).__qualname__} cannot be checkpointed; store plain data "
         "(dict, list, str, int, float, bool, None) or an engine type (Message, ToolCall, Send, "
-        "Interrupt, datetime, bytes)",
+        "Interrupt, datetime, bytes) instead, e.g. the object's fields as a dict",
+        value,
     )
 
 
 def to_jsonable(value: Any, path: tuple[str | int, ...] = ()) -> Any:
     """Validate `value` and return its JSON-safe form (raises `TypeError` with the path)."""
-    return _convert(value, path)
+    try:
+        return _convert(value, path)
+    except _Invalid as exc:
+        raise _stored_error(exc) from None
 
 
 def dumps(value: Any, path: tuple[str | int, ...] = ()) -> str:
     """Serialize `value` to compact JSON text."""
-    return json.dumps(
-        _convert(value, path), ensure_ascii=False, separators=(",", ":"), allow_nan=False
-    )
+    try:
+        converted = _convert(value, path)
+    except _Invalid as exc:
+        raise _stored_error(exc) from None
+    return json.dumps(converted, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def stored_form(value: Any, path: tuple[str | int, ...] = ()) -> Any:
+    """`value` exactly as a checkpointer reads it back (validated on the way)."""
+    return from_jsonable(to_jsonable(value, path))
+
+
+_LEAF_TYPES = frozenset({str, int, float, bool, type(None)})
+
+
+def normalize(value: Any) -> Any:
+    """`value` with every tuple turned into a list, as every checkpointer reads it back
+    (JSON has arrays only). Returns `value` itself when it holds no tuple, so plain data
+    costs one walk and no copy; engine types (messages, ...) are kept as they are."""
+    kind = type(value)
+    if kind in _LEAF_TYPES:
+        return value
+    if kind is list or (kind is not tuple and isinstance(value, list)):
+        for i, item in enumerate(value):
+            if type(item) in _LEAF_TYPES:
+                continue
+            new = normalize(item)
+            if new is not item:
+                return [*value[:i], new, *(normalize(x) for x in value[i + 1 :])]
+        return value
+    if kind is dict or isinstance(value, dict):
+        for key, item in value.items():
+            if type(item) in _LEAF_TYPES:
+                continue
+            new = normalize(item)
+            if new is not item:
+                return {k: new if k == key else normalize(v) for k, v in value.items()}
+        return value
+    if isinstance(value, tuple):
+        return [normalize(item) for item in value]
+    return value
+
+
+def normalize_writes(update: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """The `(key, value)` pairs of a state update, each value `normalize`d (a scalar, the
+    common case, without a call)."""
+    return [(k, v if type(v) in _LEAF_TYPES else normalize(v)) for k, v in update.items()]
 
 
 def _hook(obj: dict[str, Any]) -> Any:
@@ -203,8 +274,16 @@ def validate_json_safe(value: Any, what: str) -> None:
         _plain(value, ())
     except _Invalid as exc:
         raise TypeError(
-            f"{what} must be JSON-safe data: at {_path_str(exc.path)!r}, {exc.problem}"
+            f"{what} must be JSON-safe data: at {_path_str(exc.path)!r}, {exc.problem}. "
+            f"The value there: {_short.repr(exc.value)}"
         ) from None
+
+
+def json_safe(value: Any, what: str) -> Any:
+    """Validate plain JSON data like `validate_json_safe` and return it as it reads back
+    from a checkpointer (tuples as lists)."""
+    validate_json_safe(value, what)
+    return stored_form(value)
 
 
 def _plain(value: Any, path: tuple[str | int, ...]) -> None:
@@ -219,7 +298,9 @@ def _plain(value: Any, path: tuple[str | int, ...]) -> None:
         for key, item in value.items():
             if not isinstance(key, str):
                 raise _Invalid(
-                    (*path, repr(key)), f"dict keys must be str, got {type(key).__name__}"
+                    (*path, repr(key)),
+                    f"dict keys must be str, got {type(key).__name__}; convert the key with str()",
+                    key,
                 )
             _plain(item, (*path, key))
     elif isinstance(value, list | tuple):
@@ -228,7 +309,9 @@ def _plain(value: Any, path: tuple[str | int, ...]) -> None:
     else:
         raise _Invalid(
             path,
-            f"got a value of type {type(value).__qualname__} (allowed: dict, list, str, int, float, bool, None)",
+            f"got a value of type {type(value).__qualname__} (allowed: dict, list, str, int, "
+            "float, bool, None); pass its fields as a dict or its text as a str",
+            value,
         )
 
 
@@ -243,4 +326,15 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
-__all__ = ["dumps", "from_jsonable", "loads", "register_type", "to_jsonable", "validate_json_safe"]
+__all__ = [
+    "dumps",
+    "from_jsonable",
+    "json_safe",
+    "loads",
+    "normalize",
+    "normalize_writes",
+    "register_type",
+    "stored_form",
+    "to_jsonable",
+    "validate_json_safe",
+]

@@ -15,6 +15,7 @@ from functools import partial
 from typing import Any
 
 from beamweaver_core.checkpoint.base import Checkpointer
+from beamweaver_core.checkpoint.serde import normalize_writes
 from beamweaver_core.checkpoint.types import Checkpoint
 from beamweaver_core.exceptions import CheckpointerRequiredError, InvalidUpdateError
 from beamweaver_core.graph.interrupts import TaskScope, current_scope
@@ -22,7 +23,7 @@ from beamweaver_core.graph.loop import NO_VALUE, Failure, Pause, RunLoop
 from beamweaver_core.graph.nodes import Branch, Join, NodeSpec
 from beamweaver_core.graph.runtime import Envelope, EventSink
 from beamweaver_core.graph.state import Reducer
-from beamweaver_core.graph.tasks import TaskRunner, resolve_route, run_concurrently
+from beamweaver_core.graph.tasks import TaskRunner, apply_writes, resolve_route, run_concurrently
 from beamweaver_core.types import (
     END,
     START,
@@ -416,7 +417,15 @@ class CompiledGraph:
             )
         return self._snapshot(cp, config, subgraphs)
 
-    def _snapshot(self, cp: Checkpoint, config: Config, subgraphs: bool) -> StateSnapshot:
+    def _snapshot(
+        self,
+        cp: Checkpoint,
+        config: Config,
+        subgraphs: bool,
+        checkpointer: Checkpointer | None = None,
+    ) -> StateSnapshot:
+        # A subgraph keeps its checkpoints in its root's checkpointer, at any depth.
+        checkpointer = checkpointer or self.checkpointer
         loop = RunLoop(self, dict(config), None, None)
         loop.ns = cp.ns
         loop._adopt(cp)
@@ -435,10 +444,12 @@ class CompiledGraph:
                 child_config = {
                     "configurable": {"thread_id": cp.thread_id, "checkpoint_ns": child_ns}
                 }
-                if subgraphs and self.checkpointer is not None:
-                    child_cp = self.checkpointer.load(cp.thread_id, child_ns)
+                if subgraphs and checkpointer is not None:
+                    child_cp = checkpointer.load(cp.thread_id, child_ns)
                     child_state = (
-                        spec.subgraph._snapshot(child_cp, child_config, True) if child_cp else None
+                        spec.subgraph._snapshot(child_cp, child_config, True, checkpointer)
+                        if child_cp
+                        else None
                     )
                 else:
                     child_state = child_config
@@ -484,9 +495,11 @@ class CompiledGraph:
     ) -> Config:
         """Write a new checkpoint as if `as_node` had returned `values`.
 
-        With `as_node=None` the pending tasks stay scheduled and run again (with new
-        interrupt ids); with a node, its successors are scheduled; with `END`, nothing is.
-        Returns the config of the new checkpoint.
+        With `as_node=None` only the values change: the pending step stays as it was, its
+        tasks keep their ids, so a pending interrupt keeps its id and stays answerable (the
+        node runs again on the updated state when it is answered), finished siblings are
+        not run again, and a pending breakpoint stays pending. With a node, its successors
+        are scheduled; with `END`, nothing is. Returns the config of the new checkpoint.
         """
         checkpointer, thread_id = self._require_checkpointer(config)
         if as_node is not None and as_node not in (START, END) and as_node not in self.nodes:
@@ -513,17 +526,41 @@ class CompiledGraph:
                     f"update_state: key(s) {unknown} are not in the state schema "
                     f"(declared: {sorted(self.keys)}). Add them to the schema or leave them out."
                 )
-        old_values = dict(loop.values)
-        from beamweaver_core.graph.tasks import apply_writes
+        if as_node is None and base is not None:
+            assert head is not None
+            if base.id != head.id:
+                # An older checkpoint: as for a fork, only interrupted tasks keep their
+                # records; finished ones run again on the new branch.
+                loop.records = {t: r for t, r in loop.records.items() if r.status == "interrupted"}
+                loop.breakpoint_passed = False
+            loop._apply_command(values, (), keep_breakpoint=True)
+        else:
+            self._update_as(loop, base, as_node, values or {})
+        self._commit(loop)
+        assert loop.current is not None
+        return {
+            "configurable": {
+                "thread_id": thread_id,
+                "checkpoint_ns": "",
+                "checkpoint_id": loop.current.id,
+            }
+        }
 
+    def _update_as(
+        self,
+        loop: RunLoop,
+        base: Checkpoint | None,
+        as_node: str | None,
+        values: Mapping[str, Any],
+    ) -> None:
+        """`update_state` as `as_node` (or on a thread with no checkpoint yet): the values
+        change and the node's successors (none for `END`) become the next step."""
+        writes = normalize_writes(values)
+        old_values = dict(loop.values)
         apply_writes(loop.values, writes, self.reducers)
         barriers = dict(loop.barriers)
-        routes: list[str | Send]
-        if as_node is None:
-            routes = [t.name if t.push is None else Send(t.name, t.arg) for t in loop.tasks]
-        elif as_node == END:
-            routes = []
-        else:
+        routes: list[str | Send] = []
+        if as_node is not None and as_node != END:
             chosen: list[str | Send] = []
             if as_node != START:
                 for branch in self.branches.get(as_node, ()):
@@ -540,15 +577,6 @@ class CompiledGraph:
             step=(base.step + 1) if base is not None else -1,
             after=(),
         )
-        self._commit(loop)
-        assert loop.current is not None
-        return {
-            "configurable": {
-                "thread_id": thread_id,
-                "checkpoint_ns": "",
-                "checkpoint_id": loop.current.id,
-            }
-        }
 
 
 def _listener_sink(on_event: Callable[[Envelope], None] | None) -> EventSink | None:

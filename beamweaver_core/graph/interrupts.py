@@ -13,7 +13,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from beamweaver_core.checkpoint.serde import validate_json_safe
+from beamweaver_core.checkpoint.serde import json_safe
 from beamweaver_core.exceptions import CheckpointerRequiredError
 from beamweaver_core.types import NULL_RESUME, Command, Interrupt
 
@@ -76,13 +76,16 @@ current_scope: ContextVar[TaskScope | None] = ContextVar("beamweaver_task_scope"
 
 
 def interrupt(value: Any) -> Any:
-    """Pause the running node and surface `value` (JSON-safe data) to the caller.
+    """Pause the running node and surface `value` (JSON-safe data; tuples become lists,
+    as JSON has only arrays) to the caller.
 
     Returns the answer once the thread is resumed. The node runs again from its beginning
     on resume, and answers are matched to its `interrupt()` calls by order, so keep the
     sequence of calls deterministic.
     """
-    validate_json_safe(value, "The interrupt() value")
+    # As it reads back from any checkpointer (tuples as lists), so the `Interrupted` of
+    # this run and every later `get_state` show the same value.
+    value = json_safe(value, "The interrupt() value")
     scope = current_scope.get()
     if scope is None:
         raise RuntimeError(

@@ -37,6 +37,7 @@ from beamweaver_core.exceptions import (
     InvalidUpdateError,
     MissingResumeValueError,
     NothingToResumeError,
+    UnexpectedResumeValueError,
     UnknownInterruptError,
 )
 from beamweaver_core.graph.interrupts import GraphInterrupt, ParentCommand, TaskScope
@@ -186,7 +187,12 @@ class RunLoop:
             if head is not None:
                 self.seq = head.seq
         values = dict(head.values) if head is not None else {}
-        writes = list(arg.items()) if arg else []
+        if not arg:
+            writes = []
+        elif self.checkpointer is not None:
+            writes = serde.normalize_writes(arg)
+        else:
+            writes = list(arg.items())
         if self.graph.keys is not None:
             unknown = [k for k, _ in writes if k not in self.graph.keys]
             if unknown:
@@ -276,7 +282,8 @@ class RunLoop:
 
     def _resume_map(self, resume: Any, pending: tuple[Interrupt, ...]) -> dict[str, Any]:
         dynamic = [i for i in pending if i.timing is None]
-        breakpoints = {i.id: None for i in pending if i.timing is not None}
+        stops = [i for i in pending if i.timing is not None]
+        breakpoints = {i.id: None for i in stops}
         pending_ids = [i.id for i in pending]
         if resume is NO_VALUE:
             if dynamic:
@@ -286,16 +293,23 @@ class RunLoop:
             unknown = [k for k in resume if k not in pending_ids]
             if unknown or not resume:
                 raise UnknownInterruptError(unknown, pending_ids)
-            answers = {k: (None if v is NULL_RESUME else v) for k, v in resume.items()}
-            self._check_answers(answers)
-            return {k: (NULL_RESUME if resume[k] is NULL_RESUME else v) for k, v in answers.items()}
+            # A breakpoint asks no question: `None` (or null_resume()) continues past it,
+            # any other value would be discarded, so it is refused like an unasked answer.
+            valued = [
+                i
+                for i in stops
+                if (given := resume.get(i.id)) is not None and given is not NULL_RESUME
+            ]
+            if valued:
+                raise UnexpectedResumeValueError(valued, resume[valued[0].id])
+            return self._stored_answers(resume)
         if len(dynamic) > 1:
             raise AmbiguousResumeError(i.id for i in dynamic)
         if len(dynamic) == 1:
-            answer = None if resume is NULL_RESUME else resume
-            self._check_answers({dynamic[0].id: answer})
-            return {dynamic[0].id: resume}
+            return self._stored_answers({dynamic[0].id: resume})
         if breakpoints:
+            if resume is not NULL_RESUME:
+                raise UnexpectedResumeValueError(stops, resume)
             return breakpoints
         raise NothingToResumeError(
             f"Thread {self.thread_id!r} has no pending interrupt or breakpoint to answer with "
@@ -303,9 +317,17 @@ class RunLoop:
         )
 
     @staticmethod
-    def _check_answers(answers: Mapping[str, Any]) -> None:
-        for iid, answer in answers.items():
-            serde.to_jsonable(answer, (f"<resume {iid}>",))
+    def _stored_answers(answers: Mapping[str, Any]) -> dict[str, Any]:
+        """The answers as a checkpointer reads them back (tuples as lists), so a node gets
+        the same value whether it runs now or after a reload; an answer that cannot be
+        stored is refused here, before any node runs. `NULL_RESUME` is kept as the marker
+        of an explicit `None`."""
+        return {
+            iid: answer
+            if answer is NULL_RESUME
+            else serde.stored_form(answer, (f"<resume {iid}>",))
+            for iid, answer in answers.items()
+        }
 
     def _fork(self, base: Checkpoint) -> None:
         """Time travel: continue from an older checkpoint on a new branch.
@@ -338,12 +360,20 @@ class RunLoop:
         self.records = kept
         self.breakpoint_passed = False
 
-    def _apply_command(self, update: Mapping[str, Any] | None, goto: Sequence[str | Send]) -> None:
+    def _apply_command(
+        self,
+        update: Mapping[str, Any] | None,
+        goto: Sequence[str | Send],
+        *,
+        keep_breakpoint: bool = False,
+    ) -> None:
         """`Command(update=..., goto=...)` as input: a new checkpoint with the update applied
-        and the extra targets scheduled; pending tasks keep their ids and records."""
+        and the extra targets scheduled; pending tasks keep their ids and records (so their
+        pending interrupts keep their ids too). With `keep_breakpoint` (`update_state`
+        without `as_node`) a pending breakpoint stays pending, or passed if it was."""
         assert self.current is not None
         base = self.current
-        writes = list((update or {}).items())
+        writes = serde.normalize_writes(update or {})
         old_values = dict(self.values)
         apply_writes(self.values, writes, self.graph.reducers)
         tasks = list(self.tasks)
@@ -357,7 +387,8 @@ class RunLoop:
                     f"Command(goto={name!r}) names an unknown node; known: {sorted(self.graph.nodes)}"
                 )
             if isinstance(target, Send):
-                tasks.append(TaskSpec(id=new_id(), name=name, push=len(tasks), arg=target.arg))
+                arg = serde.normalize(target.arg)
+                tasks.append(TaskSpec(id=new_id(), name=name, push=len(tasks), arg=arg))
             elif name not in pulls:
                 tasks.append(TaskSpec(id=new_id(), name=name))
                 pulls.add(name)
@@ -369,13 +400,15 @@ class RunLoop:
             tasks=tuple(tasks),
             barriers=dict(self.barriers),
             step=base.step + 1,
-            after=(),
+            after=tuple(base.metadata.get("_after", ())) if keep_breakpoint else (),
         )
         self.step = new.step
         for tid, rec in self.records.items():
             self.staged_records.append((new.id, tid, rec))
         self.current = new
         self.tasks = new.tasks
+        if keep_breakpoint and self.breakpoint_passed:
+            self._pass_breakpoint()
 
     # -- the step ---------------------------------------------------------------------
 
@@ -491,6 +524,8 @@ class RunLoop:
         ):
             self._merge()
             return None
+        if failure is None:
+            self._check_finished_writes()
         # The step stays open: keep what finished or paused so it is not run again.
         if self.checkpointer is not None and self.current is not None:
             cid = self.current.id
@@ -498,6 +533,28 @@ class RunLoop:
         if failure is not None:
             return Failure(failure)
         return Pause(self.pending_interrupts())
+
+    def _check_finished_writes(self) -> None:
+        """A paused step whose finished tasks already wrote one key without a reducer
+        twice can never merge: fail now, as the merge would, instead of pausing and showing
+        a state that will never exist. Nothing of the step is saved."""
+        reducers = self.graph.reducers
+        writers: dict[str, list[str]] = {}
+        for task in self.tasks:
+            record = self.records.get(task.id)
+            if record is None or record.status != "done":
+                continue
+            for key, _ in record.writes:
+                if key not in reducers:
+                    writers.setdefault(key, []).append(task.name)
+        for key, names in writers.items():
+            if len(names) > 1:
+                waiting = [i.id for i in self.pending_interrupts()]
+                raise InvalidUpdateError(
+                    _conflict_message(key, names)
+                    + f" The step paused (waiting on {waiting}) but could never complete, so "
+                    "it fails now, before anyone answers; nothing of it was saved."
+                )
 
     def _merge(self) -> None:
         graph = self.graph
@@ -521,11 +578,7 @@ class RunLoop:
                         for t in self.tasks
                         if any(k == key for k, _ in self.records[t.id].writes)
                     ]
-                    raise InvalidUpdateError(
-                        f"At key {key!r}: nodes {writers} wrote it in the same super-step, but it has "
-                        "no reducer, so only one value per step is allowed. Declare a reducer "
-                        f"(add_reducer({key!r}, fn) or Annotated[T, fn]) or write it from one node."
-                    )
+                    raise InvalidUpdateError(_conflict_message(key, writers))
                 values[key] = updates[0]
             else:
                 current = values.get(key, _MISSING)
@@ -650,7 +703,12 @@ class RunLoop:
             ns = self.ns
             built = [TaskSpec(id=task_id(checkpoint_id, ns, name), name=name) for name in pulls]
             built.extend(
-                TaskSpec(id=task_id(checkpoint_id, ns, f"push:{i}"), name=s.node, push=i, arg=s.arg)
+                TaskSpec(
+                    id=task_id(checkpoint_id, ns, f"push:{i}"),
+                    name=s.node,
+                    push=i,
+                    arg=serde.normalize(s.arg),
+                )
                 for i, s in enumerate(sends)
             )
             tasks = tuple(built)
@@ -734,6 +792,14 @@ class RunLoop:
             interrupts=pause.interrupts,
             state=self.interrupted_state(),
         )
+
+
+def _conflict_message(key: str, writers: Sequence[str]) -> str:
+    return (
+        f"At key {key!r}: nodes {list(writers)} wrote it in the same super-step, but it has "
+        "no reducer, so only one value per step is allowed. Declare a reducer "
+        f"(add_reducer({key!r}, fn) or Annotated[T, fn]) or write it from one node."
+    )
 
 
 def _appended_prefix(old: Any, new: Any) -> int | None:

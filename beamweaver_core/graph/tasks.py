@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
+from beamweaver_core.checkpoint.serde import normalize_writes
 from beamweaver_core.exceptions import GraphChangedError, InvalidUpdateError
 from beamweaver_core.graph.interrupts import GraphInterrupt, ParentCommand, TaskScope, current_scope
 from beamweaver_core.graph.nodes import Branch, NodeSpec
@@ -50,9 +51,12 @@ def _goto_targets(goto: Any) -> list[str | Send]:
 
 
 def read_update(
-    node: str, result: Any, keys: frozenset[str] | None
+    node: str, result: Any, keys: frozenset[str] | None, stored: bool = False
 ) -> tuple[list[tuple[str, Any]], list[str | Send], Command | None]:
-    """Split a node's return value into writes, goto routes, and a parent command."""
+    """Split a node's return value into writes, goto routes, and a parent command.
+
+    `stored`: the run keeps checkpoints, so the written values take the shape they read
+    back in (tuples as lists)."""
     if result is None:
         return [], [], None
     if isinstance(result, Command):
@@ -63,17 +67,19 @@ def read_update(
                 f"Node {node!r} returned Command(graph={result.graph!r}); the only graph a node "
                 "can address besides its own is Command.PARENT."
             )
-        writes = _writes(node, result.update, keys) if result.update is not None else []
+        writes = _writes(node, result.update, keys, stored) if result.update is not None else []
         return writes, _goto_targets(result.goto), None
     if isinstance(result, Mapping):
-        return _writes(node, result, keys), [], None
+        return _writes(node, result, keys, stored), [], None
     raise InvalidUpdateError(
         f"Node {node!r} returned {result!r} (a {type(result).__name__}); a node must return a "
         "dict of state updates, None, or a Command."
     )
 
 
-def _writes(node: str, update: Any, keys: frozenset[str] | None) -> list[tuple[str, Any]]:
+def _writes(
+    node: str, update: Any, keys: frozenset[str] | None, stored: bool = False
+) -> list[tuple[str, Any]]:
     if not isinstance(update, Mapping):
         raise InvalidUpdateError(
             f"Node {node!r} produced the update {update!r}; an update must be a dict of state keys."
@@ -85,7 +91,10 @@ def _writes(node: str, update: Any, keys: frozenset[str] | None) -> list[tuple[s
                 f"Node {node!r} wrote key(s) {unknown} that the state schema does not declare "
                 f"(declared: {sorted(keys)}). Add them to the schema or stop writing them."
             )
-    return list(update.items())
+    # Under a checkpointer tuples become lists now, as every checkpointer reads them back:
+    # the rest of this run sees what a resumed run would see. (Without one nothing is read
+    # back, and the values stay as given at no cost.)
+    return normalize_writes(update) if stored else list(update.items())
 
 
 def apply_writes(
@@ -101,6 +110,15 @@ def apply_writes(
         else:
             current = values.get(key, _MISSING)
             values[key] = value if current is _MISSING else reducer(current, value)
+
+
+def _subgraph_input(keys: frozenset[str] | None, arg: Any) -> Any:
+    """What a subgraph added as a node receives: the parent's values (or the `Send`
+    argument) for the keys its schema declares, as in LangGraph. The rest belongs to the
+    parent and is not the subgraph's input."""
+    if keys is None or not isinstance(arg, Mapping):
+        return arg
+    return {k: v for k, v in arg.items() if k in keys}
 
 
 def resolve_route(branch: Branch, result: Any, nodes: Mapping[str, NodeSpec]) -> list[str | Send]:
@@ -141,6 +159,7 @@ class TaskRunner:
     def __init__(self, loop: RunLoop) -> None:
         self.loop = loop
         self.graph = loop.graph
+        self.stored = loop.checkpointer is not None
 
     def _prepare(self, task: TaskSpec, answers: Sequence[Any]) -> tuple[NodeSpec, TaskScope, Any]:
         loop = self.loop
@@ -176,6 +195,8 @@ class TaskRunner:
             scope.asked = {i.id: i for i in record.interrupts}
             scope.questions = dict(record.questions)
         arg = task.arg if task.push is not None else loop.values
+        if spec.subgraph is not None:
+            arg = _subgraph_input(spec.subgraph.keys, arg)
         return spec, scope, arg
 
     def _finish(
@@ -183,10 +204,10 @@ class TaskRunner:
     ) -> TaskOutcome:
         graph = self.graph
         if parent_command is None:
-            writes, routes, parent_command = read_update(task.name, result, graph.keys)
+            writes, routes, parent_command = read_update(task.name, result, graph.keys, self.stored)
         else:
             writes, routes = (
-                _writes(task.name, parent_command.update or {}, graph.keys),
+                _writes(task.name, parent_command.update or {}, graph.keys, self.stored),
                 _goto_targets(parent_command.goto),
             )
             parent_command = None
@@ -215,7 +236,8 @@ class TaskRunner:
         return TaskOutcome(task, "done", tuple(writes), tuple(routes))
 
     def _subgraph_update(self, values: dict[str, Any]) -> dict[str, Any]:
-        """A subgraph's final values become its node's update (keys the parent knows)."""
+        """A subgraph's final values become its node's update (keys the parent knows): its
+        private keys stay in its own checkpoint namespace."""
         keys = self.graph.keys
         return values if keys is None else {k: v for k, v in values.items() if k in keys}
 

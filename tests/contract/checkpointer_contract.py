@@ -235,6 +235,10 @@ class CheckpointerContract:
             )
         assert problem in str(info.value)
         assert "'bad" in str(info.value)
+        # The error is a plain TypeError (no private class in the traceback) that shows
+        # the offending value.
+        assert type(info.value) is TypeError and info.value.__cause__ is None
+        assert "The value: " in str(info.value)
         assert checkpointer.load(thread) is None
 
     # -- growth ------------------------------------------------------------------------------
@@ -390,3 +394,80 @@ class CheckpointerContract:
         graph.invoke({"messages": []}, cfg(thread))
         with pytest.raises(TypeError, match=r"state path 'messages\[2\]\.text'"):
             graph.invoke({"messages": []}, cfg(thread))
+
+    def test_engine_update_state_keeps_a_pending_interrupt_answerable(
+        self, checkpointer: Checkpointer, thread: str
+    ) -> None:
+        """update_state without as_node on a paused thread changes the values only: the
+        interrupt stays pending with its id, a resume answers it (the node runs again on
+        the updated state), and a finished sibling is not run again."""
+        runs: list[str] = []
+
+        def ask(state: dict[str, Any]) -> dict[str, Any]:
+            runs.append("ask")
+            return {"answer": interrupt(f"approve {state['amount']}?")}
+
+        def sibling(state: dict[str, Any]) -> dict[str, Any]:
+            runs.append("sibling")
+            return {"log": ["sibling"]}
+
+        graph = (
+            Graph()
+            .add_reducer("log", operator.add)
+            .add_node("ask", ask)
+            .add_node("sibling", sibling)
+            .add_node("after", lambda s: {"log": [f"after:{s['answer']}:{s['amount']}"]})
+            .add_edge(START, "ask")
+            .add_edge(START, "sibling")
+            .add_edge("ask", "after")
+            .compile(checkpointer=checkpointer)
+        )
+        paused = graph.invoke({"amount": 100, "log": []}, cfg(thread))
+        graph.update_state(cfg(thread), {"amount": 900})
+        state = graph.get_state(cfg(thread))
+        assert state.interrupts == paused.interrupts and state.next == ("ask",)
+        assert state.values == {"amount": 900, "log": ["sibling"]}
+        runs.clear()
+        done = graph.resume("ok", cfg(thread))
+        assert done.state == {"amount": 900, "answer": "ok", "log": ["sibling", "after:ok:900"]}
+        assert runs == ["ask"]
+
+    def test_engine_tuples_are_lists_in_the_run_and_when_read_back(
+        self, checkpointer: Checkpointer, thread: str
+    ) -> None:
+        """Payloads are JSON, which has arrays only: a tuple given anywhere (interrupt
+        value, answer, input, node write, Send argument) is a list in the run's own results
+        and reads back as the same list, on every checkpointer."""
+        answers: list[Any] = []
+        sent: list[Any] = []
+
+        def ask(state: dict[str, Any]) -> dict[str, Any]:
+            answer = interrupt({"pair": (1, 2)})
+            answers.append(answer)
+            return {"answer": answer, "written": (3, (4, 5))}
+
+        def each(arg: dict[str, Any]) -> dict[str, Any]:
+            sent.append(arg["t"])
+            return {"sent": arg["t"]}
+
+        graph = (
+            Graph()
+            .add_node("ask", ask)
+            .add_node("each", each)
+            .add_edge(START, "ask")
+            .add_conditional_edges("ask", lambda s: [Send("each", {"t": (6, 7)})])
+            .compile(checkpointer=checkpointer)
+        )
+        paused = graph.invoke({"given": (0, 1)}, cfg(thread))
+        assert paused.interrupt.value == {"pair": [1, 2]}
+        assert paused.state == {"given": [0, 1]}
+        snapshot = graph.get_state(cfg(thread))
+        assert snapshot.interrupts == paused.interrupts and snapshot.values == paused.state
+
+        done = graph.resume((8, 9), cfg(thread))
+        expected = {"given": [0, 1], "answer": [8, 9], "written": [3, [4, 5]], "sent": [6, 7]}
+        assert done.state == expected
+        assert answers == [[8, 9]] and sent == [[6, 7]]
+        assert graph.get_state(cfg(thread)).values == expected
+        stored = checkpointer.load(thread)
+        assert stored is not None and stored.values == expected

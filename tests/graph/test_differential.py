@@ -22,6 +22,7 @@ from langgraph.types import interrupt as lg_interrupt
 
 from beamweaver_core.checkpoint import MemoryCheckpointer
 from beamweaver_core.graph import END, START, Command, Graph, Send, interrupt
+from tests.support.narrow_subgraph import Child, Parent
 
 
 class State(TypedDict, total=False):
@@ -43,8 +44,8 @@ class Engine:
         self.Command = LGCommand if self.lg else Command
         self.interrupt = lg_interrupt if self.lg else interrupt
 
-    def builder(self) -> Any:
-        return StateGraph(State) if self.lg else Graph(state_schema=State)
+    def builder(self, schema: type = State) -> Any:
+        return StateGraph(schema) if self.lg else Graph(state_schema=schema)
 
     def compile(self, builder: Any, checkpointed: bool = False) -> Any:
         if self.lg:
@@ -58,6 +59,13 @@ class Engine:
 
     def interrupts(self, graph: Any, config: dict[str, Any]) -> list[Any]:
         return list(graph.get_state(config).interrupts)
+
+    def resume(self, graph: Any, value: Any, config: dict[str, Any]) -> dict[str, Any]:
+        """Resume with `value` (`None`: continue past a breakpoint)."""
+        if self.lg:
+            payload = None if value is None else LGCommand(resume=value)
+            return self.values(graph.invoke(payload, config))
+        return self.values(graph.resume(value, config))
 
 
 def both(build: Callable[[Engine], Any]) -> tuple[Any, Any]:
@@ -215,3 +223,168 @@ def test_subgraph_interrupt_and_resume_give_the_same_state() -> None:
         parent.invoke({"items": []}, config)
         results.append(engine.values(parent.invoke(engine.Command(resume="yes"), config)))
     assert results[0] == results[1]
+
+
+# -- subgraphs that share only some keys with their parent (issue 20) ----------------------
+
+
+class Deep(TypedDict, total=False):
+    items: Annotated[list[Any], operator.add]
+    deep: int
+
+
+def thread() -> dict[str, Any]:
+    return {"configurable": {"thread_id": uuid.uuid4().hex}}
+
+
+def child_snapshot(graph: Any, config: dict[str, Any]) -> tuple[dict[str, Any], tuple[str, ...]]:
+    child = graph.get_state(config, subgraphs=True).tasks[0].state
+    return child.values, tuple(child.next)
+
+
+def test_a_narrow_subgraph_gets_the_shared_keys_and_updates_only_them() -> None:
+    """The issue's example: the child declares `items` only; `last` stays the parent's."""
+    results = []
+    for e in (Engine("beamweaver"), Engine("langgraph")):
+        child = e.builder(Child)
+        child.add_node("c0", lambda s: {"items": ["c0"], "private": f"saw {len(s['items'])}"})
+        child.add_edge(e.START, "c0")
+        parent = e.builder(Parent)
+        parent.add_node("sg", child.compile())
+        parent.add_edge(e.START, "sg")
+        graph = e.compile(parent, checkpointed=True)
+        results.append(run(e, graph, {"items": [], "last": "x"}, thread()))
+    assert results[0] == results[1] == {"items": ["c0"], "last": "x"}
+
+
+def test_an_interrupt_inside_a_narrow_subgraph_keeps_its_private_keys() -> None:
+    results = []
+    for e in (Engine("beamweaver"), Engine("langgraph")):
+        child = e.builder(Child)
+        child.add_node("c0", lambda s: {"items": ["c0"], "private": "secret"})
+        child.add_node("c1", lambda s, e=e: {"items": [f"c1:{e.interrupt({'q': s['private']})}"]})
+        child.add_edge(e.START, "c0")
+        child.add_edge("c0", "c1")
+        parent = e.builder(Parent)
+        parent.add_node("pre", add("pre"))
+        parent.add_node("sg", child.compile())
+        parent.add_node("post", lambda s: {"items": ["post"], "last": "y"})
+        parent.add_edge(e.START, "pre")
+        parent.add_edge("pre", "sg")
+        parent.add_edge("sg", "post")
+        graph = e.compile(parent, checkpointed=True)
+        config = thread()
+        paused = run(e, graph, {"items": [], "last": "x"}, config)
+        questions = [i.value for i in e.interrupts(graph, config)]
+        inside = child_snapshot(graph, config)
+        done = e.resume(graph, "yes", config)
+        results.append((paused, questions, inside, done))
+    assert results[0] == results[1]
+    assert results[0][2] == ({"items": ["pre", "c0"], "private": "secret"}, ("c1",))
+    assert results[0][3] == {"items": ["pre", "pre", "c0", "c1:yes", "post"], "last": "y"}
+
+
+def test_send_to_a_narrow_subgraph_passes_only_the_keys_it_declares() -> None:
+    results = []
+    for e in (Engine("beamweaver"), Engine("langgraph")):
+        child = e.builder(Child)
+        child.add_node("c0", lambda s: {"items": [f"c0:{s.get('private')}:{len(s['items'])}"]})
+        child.add_edge(e.START, "c0")
+        parent = e.builder(Parent)
+        parent.add_node("sg", child.compile())
+        parent.add_conditional_edges(
+            e.START,
+            lambda s, e=e: [
+                e.Send("sg", {"items": ["a"], "last": "ignored", "private": "p"}),
+                e.Send("sg", {"items": ["b", "c"]}),
+            ],
+        )
+        graph = e.compile(parent, checkpointed=True)
+        results.append(run(e, graph, {"items": [], "last": "x"}, thread()))
+    assert results[0] == results[1]
+    assert results[0] == {"items": ["a", "c0:p:1", "b", "c", "c0:None:2"], "last": "x"}
+
+
+def test_interrupts_in_narrow_subgraphs_under_send_resume_by_id() -> None:
+    results = []
+    for e in (Engine("beamweaver"), Engine("langgraph")):
+        child = e.builder(Child)
+        child.add_node("c0", lambda s: {"private": s["items"][0]})
+        child.add_node(
+            "c1", lambda s, e=e: {"items": [f"{s['private']}:{e.interrupt(s['private'])}"]}
+        )
+        child.add_edge(e.START, "c0")
+        child.add_edge("c0", "c1")
+        parent = e.builder(Parent)
+        parent.add_node("sg", child.compile())
+        parent.add_conditional_edges(
+            e.START,
+            lambda s, e=e: [e.Send("sg", {"items": [x], "last": s["last"]}) for x in ("u", "v")],
+        )
+        graph = e.compile(parent, checkpointed=True)
+        config = thread()
+        run(e, graph, {"items": [], "last": "x"}, config)
+        pending = e.interrupts(graph, config)
+        assert sorted(i.value for i in pending) == ["u", "v"]
+        first = next(i for i in pending if i.value == "u")
+        partial = e.resume(graph, {first.id: "U"}, config)
+        rest = e.interrupts(graph, config)
+        done = e.resume(graph, {rest[0].id: "V"}, config)
+        results.append((partial, [i.value for i in rest], done))
+    assert results[0] == results[1]
+    assert results[0][2] == {"items": ["u", "u:U", "v", "v:V"], "last": "x"}
+
+
+def test_a_narrow_subgraph_nested_two_levels() -> None:
+    """Parent(items, last) > Child(items, private) > Deep(items, deep), interrupt inside."""
+    results = []
+    for e in (Engine("beamweaver"), Engine("langgraph")):
+        inner = e.builder(Deep)
+        inner.add_node("g0", lambda s, e=e: {"items": [f"g0:{e.interrupt('deep?')}"], "deep": 1})
+        inner.add_edge(e.START, "g0")
+        middle = e.builder(Child)
+        middle.add_node("m0", lambda s: {"items": ["m0"], "private": "m"})
+        middle.add_node("inner", inner.compile())
+        middle.add_node("m1", lambda s: {"items": [f"m1:{s['private']}"]})
+        middle.add_edge(e.START, "m0")
+        middle.add_edge("m0", "inner")
+        middle.add_edge("inner", "m1")
+        parent = e.builder(Parent)
+        parent.add_node("outer", middle.compile())
+        parent.add_edge(e.START, "outer")
+        graph = e.compile(parent, checkpointed=True)
+        config = thread()
+        paused = run(e, graph, {"items": ["in"], "last": "x"}, config)
+        mid = graph.get_state(config, subgraphs=True).tasks[0].state
+        inside = (mid.values, mid.tasks[0].state.values, tuple(mid.tasks[0].state.next))
+        done = e.resume(graph, "ok", config)
+        results.append((paused, inside, done))
+    assert results[0] == results[1]
+    assert results[0][1] == (
+        {"items": ["in", "m0"], "private": "m"},
+        {"items": ["in", "m0"]},
+        ("g0",),
+    )
+    assert results[0][2]["last"] == "x" and results[0][2]["items"][-1] == "m1:m"
+
+
+def test_a_breakpoint_inside_a_narrow_subgraph() -> None:
+    results = []
+    for e in (Engine("beamweaver"), Engine("langgraph")):
+        child = e.builder(Child)
+        child.add_node("c0", lambda s: {"items": ["c0"], "private": "p"})
+        child.add_node("c1", lambda s: {"items": [f"c1:{s['private']}"]})
+        child.add_edge(e.START, "c0")
+        child.add_edge("c0", "c1")
+        parent = e.builder(Parent)
+        parent.add_node("sg", child.compile(interrupt_before=["c1"]))
+        parent.add_edge(e.START, "sg")
+        graph = e.compile(parent, checkpointed=True)
+        config = thread()
+        paused = run(e, graph, {"items": [], "last": "x"}, config)
+        inside = child_snapshot(graph, config)
+        done = e.resume(graph, None, config)
+        results.append((paused, inside, done))
+    assert results[0] == results[1]
+    assert results[0][1] == ({"items": ["c0"], "private": "p"}, ("c1",))
+    assert results[0][2] == {"items": ["c0", "c1:p"], "last": "x"}

@@ -11,7 +11,7 @@ from typing import Any, TypedDict
 import pytest
 
 from beamweaver_core.exceptions import GraphRecursionError, InvalidUpdateError
-from beamweaver_core.graph import END, START, Command, Completed, Graph, Runtime, Send
+from beamweaver_core.graph import END, START, Command, Completed, Graph, Runtime, Send, interrupt
 
 
 def fan_out(*names: str, reducer: bool = True, **fns: Any) -> Graph:
@@ -112,6 +112,79 @@ def test_two_writes_to_a_key_without_reducer_fail_the_step_and_apply_nothing(
     state = graph.get_state(config)
     assert state.values == {"phase": "started"}
     assert state.next == ("a", "b")
+
+
+def test_a_step_that_pauses_after_two_finished_writes_to_one_key_fails_at_the_pause(
+    checkpointer: Any, config: dict[str, Any]
+) -> None:
+    """The step could never merge, so it fails when it would pause (as LangGraph 1.2 does)
+    instead of pausing with one of the two values shown: nobody is asked to review a
+    state that will never exist. Nothing of the step is saved."""
+    builder = (
+        Graph()
+        .add_reducer("items", operator.add)
+        .add_node("start", lambda s: {"items": ["start"]})
+        .add_node("ask", lambda s: {"items": [interrupt("q")]})
+        .add_node("s1", lambda s: {"x": "one"})
+        .add_node("s2", lambda s: {"x": "two"})
+        .add_edge(START, "start")
+    )
+    for name in ("ask", "s1", "s2"):
+        builder.add_edge("start", name)
+    graph = builder.compile(checkpointer=checkpointer)
+    with pytest.raises(
+        InvalidUpdateError,
+        match=r"(?s)At key 'x': nodes \['s1', 's2'\] wrote it.*could never complete",
+    ):
+        graph.invoke({"items": []}, config)
+    state = graph.get_state(config)
+    assert (state.values, state.next, state.interrupts) == (
+        {"items": ["start"]},
+        ("ask", "s1", "s2"),
+        (),
+    )
+
+
+def test_a_partial_resume_that_finishes_a_second_writer_of_one_key_fails(
+    checkpointer: Any, config: dict[str, Any]
+) -> None:
+    """Two interrupted tasks write the same last-value key once answered: answering one
+    leaves a valid pause; answering the other first makes the step unmergeable while a
+    third question still waits, so it fails and the answer is not consumed."""
+    graph = fan_out(
+        "a",
+        "b",
+        "c",
+        a=lambda s: {"x": interrupt("qa")},
+        b=lambda s: {"x": interrupt("qb")},
+        c=lambda s: {"items": [interrupt("qc")]},
+    ).compile(checkpointer=checkpointer)
+    ids = {i.value: i.id for i in graph.invoke({"items": []}, config).interrupts}
+    graph.resume({ids["qa"]: "A"}, config)
+    with pytest.raises(InvalidUpdateError, match=r"nodes \['a', 'b'\]"):
+        graph.resume({ids["qb"]: "B"}, config)
+    assert {i.id for i in graph.get_state(config).interrupts} == {ids["qb"], ids["qc"]}
+
+
+def test_tuples_become_lists_only_where_values_are_checkpointed(
+    checkpointer: Any, config: dict[str, Any]
+) -> None:
+    """Under a checkpointer a written tuple is a list at once, as it reads back (the
+    contract suite checks every checkpointer); without one nothing is stored or read back,
+    and values stay exactly as the nodes returned them."""
+
+    def build(saver: Any) -> Any:
+        return (
+            Graph()
+            .add_node("a", lambda s: {"pair": (1, 2)})
+            .add_node("b", lambda s: {"seen": type(s["pair"]).__name__})
+            .add_edge(START, "a")
+            .add_edge("a", "b")
+            .compile(checkpointer=saver)
+        )
+
+    assert build(checkpointer).invoke({}, config).state == {"pair": [1, 2], "seen": "list"}
+    assert build(None).invoke({}).state == {"pair": (1, 2), "seen": "tuple"}
 
 
 @pytest.mark.parametrize("bad", ["oops", 3, ["list"]])

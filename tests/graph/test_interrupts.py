@@ -13,6 +13,7 @@ from beamweaver_core.exceptions import (
     CheckpointerRequiredError,
     MissingResumeValueError,
     NothingToResumeError,
+    UnexpectedResumeValueError,
     UnknownInterruptError,
 )
 from beamweaver_core.graph import (
@@ -25,6 +26,7 @@ from beamweaver_core.graph import (
     interrupt,
     null_resume,
 )
+from tests.support.narrow_subgraph import Child, Parent
 
 
 def parallel_graph(checkpointer: MemoryCheckpointer, runs: list[str]) -> Any:
@@ -69,8 +71,12 @@ def test_interrupt_values_must_be_json_safe_and_the_path_is_named(
     )
     with pytest.raises(
         TypeError, match=r"The interrupt\(\) value must be JSON-safe data: at 'ok\[1\]\.bad'"
-    ):
+    ) as info:
         graph.invoke({}, config)
+    # A plain TypeError that shows the value and says what to pass instead.
+    assert type(info.value) is TypeError
+    assert "The value there: <object object at" in str(info.value)
+    assert "pass its fields as a dict" in str(info.value)
 
 
 def test_interrupt_without_a_checkpointer_raises_a_clear_error() -> None:
@@ -372,7 +378,61 @@ def test_interrupt_before_star_pauses_before_every_node(
     stops = [graph.invoke({}, config).interrupt.node]
     stops.append(graph.resume(None, config).interrupt.node)
     assert stops == ["a", "b"]
-    assert graph.resume("ignored value", config).state == {"a": 1, "b": 1}
+    assert graph.resume(null_resume(), config).state == {"a": 1, "b": 1}
+
+
+@pytest.mark.parametrize("value", ["yes", 0, False, {"approved": True}, ["x"]])
+def test_a_value_given_at_a_static_breakpoint_is_refused_and_nothing_is_written(
+    checkpointer: MemoryCheckpointer, config: dict[str, Any], value: Any
+) -> None:
+    """A breakpoint asks no question: a value for it would be discarded, so it is refused
+    (as an answer nobody asked for is), the thread stays paused and resumable. `None` and
+    `null_resume()` continue, as a scalar or under the breakpoint's id."""
+    runs: list[str] = []
+    graph = (
+        Graph()
+        .add_node("load", lambda s: runs.append("load") or {"loaded": True})
+        .add_node("process", lambda s: runs.append("process") or {"done": True})
+        .add_edge(START, "load")
+        .add_edge("load", "process")
+        .compile(checkpointer=checkpointer, interrupt_before=["process"])
+    )
+    stop = graph.invoke({}, config).interrupt
+    before = history_ids(graph, config)
+    runs.clear()
+
+    with pytest.raises(UnexpectedResumeValueError, match="paused at a static breakpoint") as info:
+        graph.resume(value, config)
+    assert "before node 'process'" in str(info.value) and "resume(None, config)" in str(info.value)
+    with pytest.raises(UnexpectedResumeValueError):
+        graph.resume({stop.id: value}, config)
+    with pytest.raises(UnexpectedResumeValueError):
+        graph.invoke(Command(resume=value), config)
+
+    assert runs == [] and history_ids(graph, config) == before
+    assert graph.get_state(config).interrupts == (stop,)
+    assert graph.resume({stop.id: null_resume()}, config).state == {"loaded": True, "done": True}
+    assert runs == ["process"]
+
+
+def test_a_value_at_a_breakpoint_inside_a_subgraph_is_refused_too(
+    checkpointer: MemoryCheckpointer, config: dict[str, Any]
+) -> None:
+    child = (
+        Graph(name="child")
+        .add_node("c0", lambda s: {"c0": True})
+        .add_node("c1", lambda s: {"c1": True})
+        .add_edge(START, "c0")
+        .add_edge("c0", "c1")
+        .compile(interrupt_before=["c1"])
+    )
+    graph = Graph().add_node("sub", child).add_edge(START, "sub").compile(checkpointer=checkpointer)
+    stop = graph.invoke({}, config).interrupt
+    assert (stop.timing, stop.node) == ("before", "c1")
+    with pytest.raises(UnexpectedResumeValueError, match="before node 'c1'"):
+        graph.resume("go", config)
+    assert graph.get_state(config).interrupts == (stop,)
+    assert graph.resume(None, config).state == {"c0": True, "c1": True}
 
 
 def test_a_breakpoint_then_a_dynamic_interrupt_in_the_same_node(
@@ -453,6 +513,38 @@ def test_subgraph_interrupts_surface_at_the_root_and_finished_child_steps_are_no
     # the child's output list is appended to the parent's (the same as LangGraph's reducers)
     assert done.state == {"items": ["pre", "pre", "c1", "c2:yes", "post"]}
     assert runs == ["c2"]
+
+
+async def test_a_subgraph_declaring_some_of_the_parents_keys_runs_under_ainvoke(
+    checkpointer: MemoryCheckpointer, config: dict[str, Any]
+) -> None:
+    """Issue 20 on the async driver (test_differential.py compares the sync one with
+    LangGraph): the child gets the keys it declares, keeps its private key in its own
+    namespace, and updates the parent only through the shared key."""
+
+    async def c1(state: dict[str, Any]) -> dict[str, Any]:
+        return {"items": [f"{state['private']}:{interrupt(sorted(state))}"]}
+
+    child = (
+        Graph(name="child", state_schema=Child)
+        .add_node("c0", lambda s: {"private": "p"})
+        .add_node("c1", c1)
+        .add_edge(START, "c0")
+        .add_edge("c0", "c1")
+        .compile()
+    )
+    graph = (
+        Graph(state_schema=Parent)
+        .add_node("sub", child)
+        .add_edge(START, "sub")
+        .compile(checkpointer=checkpointer)
+    )
+    paused = await graph.ainvoke({"items": ["in"], "last": "x"}, config)
+    assert paused.interrupt.value == ["items", "private"]
+    inside = graph.get_state(config, subgraphs=True).tasks[0].state
+    assert inside.values == {"items": ["in"], "private": "p"}
+    done = await graph.aresume("ok", config)
+    assert done.state == {"items": ["in", "in", "p:ok"], "last": "x"}
 
 
 def test_a_subgraph_called_inside_a_node_pauses_the_parent_task(
