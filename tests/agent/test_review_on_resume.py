@@ -264,3 +264,34 @@ def test_a_changed_model_reply_refuses_the_resume_and_keeps_the_thread_paused(
 
     assert isinstance(done, Completed)
     assert box.ran == [("execute_sql", {"query": DELETE_OLD})]
+
+
+def test_update_state_on_the_messages_refuses_the_resume_until_restored(
+    store: Checkpointer, thread: dict[str, Any]
+) -> None:
+    """The same through `update_state` (which keeps the pending interrupt answerable): a
+    reply appended under the pause proposes another call, so the approval of the reviewed
+    DELETE is refused, not spent on the DROP; restoring the reviewed reply lets it through."""
+    box = Toolbox()
+    reviewed = ai(call("q1", "execute_sql", query=DELETE_OLD))
+    agent = sql_agent(
+        box,
+        ScriptedChatModel([reviewed, Message.assistant("Old records deleted.")]),
+        store,
+        {"execute_sql": True},
+    )
+    paused = agent.invoke({"messages": [Message.user("Clean old records")]}, config=thread)
+    assert isinstance(paused, Interrupted)
+    graph = agent.graph_for()
+    graph.update_state(thread, {"messages": [ai(call("q9", "execute_sql", query=DROP))]})
+    approve = {"decisions": [{"type": "approve"}]}
+
+    with pytest.raises(ReviewChangedError, match="DROP TABLE records"):
+        agent.resume(approve, config=thread)
+
+    assert box.ran == []
+    assert [i.id for i in agent.get_state(thread).interrupts] == [paused.interrupt.id]
+    graph.update_state(thread, {"messages": [reviewed]})
+    done = agent.resume(approve, config=thread)
+    assert isinstance(done, Completed)
+    assert box.ran == [("execute_sql", {"query": DELETE_OLD})]
