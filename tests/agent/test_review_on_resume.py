@@ -221,14 +221,10 @@ def test_a_call_no_longer_reviewed_still_gets_its_decision(
     assert [m.content for m in tool_messages(done.state)] == ["No."]
 
 
-def test_a_changed_model_reply_refuses_the_resume_and_keeps_the_thread_paused(
-    store: Checkpointer, thread: dict[str, Any]
-) -> None:
-    """The state changed under the pause (another reply now proposes `DROP TABLE`): an
-    approval of the reviewed DELETE must not run the DROP. The resume is refused with a
-    clear error, the interrupt stays pending, and after restoring the reviewed reply the
-    same answer goes through."""
-    box = Toolbox()
+def paused_on_delete(
+    box: Toolbox, store: Checkpointer, thread: dict[str, Any]
+) -> tuple[Agent, Message, Interrupted]:
+    """An agent paused on the review of a DELETE: the agent, the reviewed reply, the pause."""
     reviewed = ai(call("q1", "execute_sql", query=DELETE_OLD))
     agent = sql_agent(
         box,
@@ -238,6 +234,18 @@ def test_a_changed_model_reply_refuses_the_resume_and_keeps_the_thread_paused(
     )
     paused = agent.invoke({"messages": [Message.user("Clean old records")]}, config=thread)
     assert isinstance(paused, Interrupted)
+    return agent, reviewed, paused
+
+
+def test_a_changed_model_reply_refuses_the_resume_and_keeps_the_thread_paused(
+    store: Checkpointer, thread: dict[str, Any]
+) -> None:
+    """The state changed under the pause (another reply now proposes `DROP TABLE`): an
+    approval of the reviewed DELETE must not run the DROP. The resume is refused with a
+    clear error, the interrupt stays pending, and after restoring the reviewed reply the
+    same answer goes through."""
+    box = Toolbox()
+    agent, reviewed, paused = paused_on_delete(box, store, thread)
     approve = {"decisions": [{"type": "approve"}]}
 
     with pytest.raises(ReviewChangedError) as refused:
@@ -273,15 +281,7 @@ def test_update_state_on_the_messages_refuses_the_resume_until_restored(
     reply appended under the pause proposes another call, so the approval of the reviewed
     DELETE is refused, not spent on the DROP; restoring the reviewed reply lets it through."""
     box = Toolbox()
-    reviewed = ai(call("q1", "execute_sql", query=DELETE_OLD))
-    agent = sql_agent(
-        box,
-        ScriptedChatModel([reviewed, Message.assistant("Old records deleted.")]),
-        store,
-        {"execute_sql": True},
-    )
-    paused = agent.invoke({"messages": [Message.user("Clean old records")]}, config=thread)
-    assert isinstance(paused, Interrupted)
+    agent, reviewed, paused = paused_on_delete(box, store, thread)
     graph = agent.graph_for()
     graph.update_state(thread, {"messages": [ai(call("q9", "execute_sql", query=DROP))]})
     approve = {"decisions": [{"type": "approve"}]}
