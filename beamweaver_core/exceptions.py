@@ -130,6 +130,12 @@ class NotAReviewError(BeamWeaverError, ValueError):
     """The interrupt is not a HumanInTheLoop tool review."""
 
 
+class ReviewChangedError(BeamWeaverError, RuntimeError):
+    """A review answer cannot be applied: the tool calls it was asked about are no longer
+    the agent's pending calls (the state changed under the pause). Nothing was consumed;
+    the thread is still paused on the same interrupt."""
+
+
 class ThreadBusyError(BeamWeaverError, RuntimeError):
     """Another run is already active on the thread."""
 
@@ -194,6 +200,7 @@ __all__ = [
     "ModelRateLimitError",
     "NotAReviewError",
     "NothingToResumeError",
+    "ReviewChangedError",
     "ScriptExhaustedError",
     "StaleWriterError",
     "ThreadBusyError",

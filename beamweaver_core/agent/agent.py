@@ -26,11 +26,17 @@ from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from beamweaver_core.agent.builder import AgentSpec, build_graph
-from beamweaver_core.agent.hitl import HumanInTheLoop, PolicyValue
+from beamweaver_core.agent.hitl import CHECKPOINTER_ADVICE, HumanInTheLoop, PolicyValue
 from beamweaver_core.agent.middleware import Middleware
 from beamweaver_core.agent.state import MESSAGES, as_messages
-from beamweaver_core.agent.subagents import CompiledSubagent, SubagentSpec, task_tool
+from beamweaver_core.agent.subagents import (
+    CompiledSubagent,
+    SubagentSpec,
+    inherited_tool_names,
+    task_tool,
+)
 from beamweaver_core.agent.tools import Tool, as_tool
+from beamweaver_core.exceptions import CheckpointerRequiredError, GraphDefinitionError
 from beamweaver_core.graph import CompiledGraph, Envelope, StateSnapshot
 from beamweaver_core.llm.base import ChatModel
 from beamweaver_core.types import Command, RunResult
@@ -171,18 +177,25 @@ class Agent:
                 "or set the `model` class attribute (e.g. init_chat_model('openai:gpt-4o'))."
             )
         tools = [as_tool(t) for t in self.tools]
+        middleware = list(self.middleware)
+        reviews = [mw for mw in middleware if isinstance(mw, HumanInTheLoop)]
         if self.subagents:
             tools.append(
-                task_tool(self.subagents, model=self.model, interrupt_on=self.interrupt_on)
+                task_tool(
+                    self.subagents,
+                    model=self.model,
+                    interrupt_on=self.interrupt_on,
+                    review=reviews,
+                )
             )
-        middleware = list(self.middleware)
         if self.interrupt_on:
-            if any(isinstance(mw, HumanInTheLoop) for mw in middleware):
+            if reviews:
                 raise ValueError(
                     f"Agent {self._graph_name()!r} has both interrupt_on and a HumanInTheLoop "
                     "middleware; put the whole review policy in one of them."
                 )
             middleware.append(HumanInTheLoop(self.interrupt_on, tools=tools))
+        self._check_review_policy(middleware, tools)
         return AgentSpec(
             name=self._graph_name(),
             model=self.model,
@@ -192,6 +205,25 @@ class Agent:
             interrupt_before=tuple(self.interrupt_before),
             interrupt_after=tuple(self.interrupt_after),
         )
+
+    def _check_review_policy(self, middleware: Sequence[Middleware], tools: Sequence[Tool]) -> None:
+        """Every tool a review policy names must be a tool of this agent (or of a subagent
+        spec that inherits the policy): a misspelt name would leave the real tool
+        unreviewed."""
+        known = {t.name for t in tools} | inherited_tool_names(self.subagents)
+        problems: list[str] = []
+        for mw in middleware:
+            if isinstance(mw, HumanInTheLoop):
+                declared_as = (
+                    "interrupt_on"
+                    if self.interrupt_on and mw is middleware[-1]
+                    else f"HumanInTheLoop {mw.name!r}"
+                )
+                problems.extend(mw.check_tools(known, declared_as=declared_as))
+        if problems:
+            raise GraphDefinitionError(
+                [f"agent {self._graph_name()!r}: {problem}" for problem in problems]
+            )
 
     @_AgentMethod
     def graph_for(self, checkpointer: Checkpointer | None = None) -> CompiledGraph:
@@ -207,6 +239,17 @@ class Agent:
                 graph = self._compiled.with_checkpointer(chosen)
                 self._by_checkpointer[chosen] = graph
             return graph
+
+    def _saved_graph(self, checkpointer: Checkpointer | None, what: str) -> CompiledGraph:
+        """The compiled graph for an operation on a saved thread (`what`), which needs a
+        checkpointer: say how to give the agent one (not how to compile a graph)."""
+        graph = self.graph_for(checkpointer)
+        if graph.checkpointer is None:
+            raise CheckpointerRequiredError(
+                f"Agent {self._graph_name()!r} has no checkpointer, so it keeps no thread to "
+                f"{what}. {CHECKPOINTER_ADVICE}"
+            )
+        return graph
 
     # -- running ------------------------------------------------------------------------
 
@@ -232,7 +275,7 @@ class Agent:
         checkpointer: Checkpointer | None = None,
     ) -> RunResult:
         """Answer the pending interrupt(s): for a tool review, `{"decisions": [...]}`."""
-        return self.graph_for(checkpointer).resume(value, config, context)
+        return self._saved_graph(checkpointer, "resume").resume(value, config, context)
 
     @_AgentMethod
     def resume_review(
@@ -248,7 +291,7 @@ class Agent:
         answer: Any = {"decisions": list(decisions)}
         if interrupt_id is not None:
             answer = {interrupt_id: answer}
-        return self.graph_for(checkpointer).resume(answer, config, context)
+        return self._saved_graph(checkpointer, "resume").resume(answer, config, context)
 
     @_AgentMethod
     async def ainvoke(
@@ -272,7 +315,7 @@ class Agent:
         checkpointer: Checkpointer | None = None,
     ) -> RunResult:
         """Async `resume`."""
-        return await self.graph_for(checkpointer).aresume(value, config, context)
+        return await self._saved_graph(checkpointer, "resume").aresume(value, config, context)
 
     @_AgentMethod
     def stream_events(
@@ -321,7 +364,7 @@ class Agent:
         self, config: Config, *, subgraphs: bool = False, checkpointer: Checkpointer | None = None
     ) -> StateSnapshot:
         """The thread's latest state (see `CompiledGraph.get_state`)."""
-        return self.graph_for(checkpointer).get_state(config, subgraphs=subgraphs)
+        return self._saved_graph(checkpointer, "read").get_state(config, subgraphs=subgraphs)
 
 
 def _agent_input(value: Any) -> Any:

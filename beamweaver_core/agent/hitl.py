@@ -7,10 +7,25 @@ one review (`interrupt_mode="all"`) or one review per call (`"first"`), raised w
 fails, the thread keeps waiting on the same interrupt. Valid decisions become:
 
 - approve: the call runs as proposed;
-- edit: the call stays in the history as the model proposed it, the reviewer's version
-  runs instead, and its result tells the model so (it must not re-issue the original);
-- reject: an error tool message telling the model not to retry the call;
+- edit: the reviewer's call replaces the proposed one in the assistant message that
+  proposed it (same tool call id), so the model's history shows the call that actually
+  ran, followed by its plain result. The call as proposed stays in that message's
+  `metadata[ORIGINAL_TOOL_CALLS_KEY]` (and the review inbox audits both);
+- reject: an error tool message whose content is the reviewer's message as written; only
+  when they left it empty, a default text saying the call was rejected and not to retry it;
 - respond: a successful tool message carrying the reviewer's text; the tool never runs.
+
+Tool messages written for a reject or a respond carry `metadata[REVIEW_DECISION_KEY]`.
+
+On resume the node runs again, but the answer is applied to the calls the question was
+asked about, read back from the saved interrupt (`answered_interrupt()`), never to a
+review recomputed now: a `when` predicate reading `runtime.context`, an `interrupt_on`
+map or middleware changed by a deploy, or a different model reply cannot redirect or drop
+it. The recorded calls are matched to the pending tool calls of the assistant message by
+name and arguments; if one is missing (the state changed under the pause), the resume is
+refused with `ReviewChangedError` and the thread stays paused. A pending call that the
+current policy reviews but the answered question did not cover is asked about in a new
+review before anything runs.
 
 An approve or edit that carries a `binding` (see `review.execution_digest`; the review
 inbox always adds one) is bound to what executes: when the tool is about to run, the
@@ -22,6 +37,8 @@ middleware rewriting the call) or a review policy that changed before the resume
 
 from __future__ import annotations
 
+import copy
+import difflib
 import inspect
 import logging
 from collections.abc import Callable, Iterable, Mapping
@@ -29,7 +46,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from beamweaver_core.agent.canonical import canonical_json
-from beamweaver_core.agent.messages import Message, ToolCall
+from beamweaver_core.agent.messages import (
+    ORIGINAL_TOOL_CALLS_KEY,
+    Message,
+    ToolCall,
+    ToolCallEdits,
+)
 from beamweaver_core.agent.middleware import Middleware, ToolHandler, ToolRequest
 from beamweaver_core.agent.review import (
     DECISION_TYPES,
@@ -43,15 +65,27 @@ from beamweaver_core.agent.review import (
 )
 from beamweaver_core.agent.state import pending_tool_calls
 from beamweaver_core.agent.tools import Tool, as_tool
-from beamweaver_core.graph.interrupts import interrupt
+from beamweaver_core.exceptions import (
+    CheckpointerRequiredError,
+    NotAReviewError,
+    ReviewChangedError,
+)
+from beamweaver_core.graph.interrupts import answered_interrupt, interrupt
 
 if TYPE_CHECKING:
+    from collections.abc import Collection, Sequence
+
     from beamweaver_core.graph.runtime import Runtime
     from beamweaver_core.graph.state import Reducer
+    from beamweaver_core.types import Interrupt
 
 DEFAULT_DESCRIPTION_PREFIX = "Tool execution pending approval"
 EDITS_KEY = "hitl_edited_tool_calls"
-"""State key: tool call id -> the reviewer's `{"name", "args"}` that runs instead."""
+"""Legacy state key (tool call id -> the reviewer's `{"name", "args"}`), written by versions
+that kept the proposed call in the history; still honoured for threads they paused."""
+
+REVIEW_DECISION_KEY = "review_decision"
+"""`Message.metadata` key of a tool message a reviewer wrote: `"reject"` or `"respond"`."""
 
 BINDINGS_KEY = "hitl_bindings"
 """State key: tool call id -> the execution digest its approval or edit was bound to."""
@@ -62,13 +96,14 @@ BINDING_REFUSAL_TEMPLATE = (
     "retry it unless the user asks; a new call is reviewed again."
 )
 
-logger = logging.getLogger(__name__)
-
-EDIT_NOTICE_TEMPLATE = (
-    "Note: a human reviewer replaced this tool call before it ran; the call as you proposed "
-    "it was not executed and must not be issued again. Executed instead: {name} with "
-    "arguments {args}.\n\nTool response:\n"
+CHECKPOINTER_ADVICE = (
+    "Give the agent one: Agent.build(..., checkpointer=MemoryCheckpointer()) "
+    "(PostgresCheckpointer() to resume in another process); a module-style agent takes the "
+    "`checkpointer` class attribute or checkpointer= on each call (invoke, resume, ...)."
 )
+"""How to fix an agent that must pause or resume without a checkpointer."""
+
+logger = logging.getLogger(__name__)
 
 InterruptMode = Literal["all", "first"]
 PolicyValue = bool | Mapping[str, Any]
@@ -167,11 +202,14 @@ class HumanInTheLoop(Middleware):
     `interrupt_on` maps tool names to `True` (decisions approve, edit, reject, respond),
     `False` (no review) or a dict with `allowed_decisions`, `when` / `predicate` (callable
     of `(call)`, `(call, state)` or `(call, state, runtime)`: review only when it returns
-    true; the node runs again on resume, so it must decide the same way then: a predicate
-    reading `runtime.context` needs the same context on resume), `description` (str, or
+    true; it decides when the question is asked, and an answer is applied to the calls it
+    was asked about whatever the predicate says on resume), `description` (str, or
     callable of `(call, state)` / `(call, state, runtime)`) and `args_schema` (validates
     edited arguments). Callables receive the call as `{"id", "name", "args"}`.
     `tools` supplies argument schemas for tools without an `args_schema` of their own.
+    Every key must name a tool of the agent the middleware is used in (checked when the
+    agent is built). A subagent built from a `SubagentSpec` without its own `interrupt_on`
+    inherits this middleware (restricted to the subagent's tools).
     """
 
     def __init__(
@@ -190,6 +228,8 @@ class HumanInTheLoop(Middleware):
             tool_name: ToolPolicy.parse(tool_name, v) for tool_name, v in interrupt_on.items()
         }
         self.policies: dict[str, ToolPolicy] = {k: v for k, v in parsed.items() if v is not None}
+        self.tool_names: tuple[str, ...] = tuple(parsed)
+        """Every tool the policy names (`False` entries included)."""
         self.description_prefix = description_prefix
         self.interrupt_mode: InterruptMode = interrupt_mode
         self.tool_schemas: dict[str, Mapping[str, Any]] = {}
@@ -202,32 +242,89 @@ class HumanInTheLoop(Middleware):
         return {EDITS_KEY: _merge_edits, BINDINGS_KEY: _merge_edits}
 
     def after_model(self, state: Mapping[str, Any], runtime: Runtime) -> dict[str, Any] | None:
-        """Review the matching tool calls of the model's last reply; apply the decisions."""
-        gated = [
-            (call, policy)
-            for call in pending_tool_calls(state.get("messages") or ())
-            if (policy := self.policies.get(call.name)) is not None
-            and self._needs_review(call, policy, state, runtime)
-        ]
-        if not gated:
-            return None
-        batches = [gated] if self.interrupt_mode == "all" else [[item] for item in gated]
+        """Review the matching tool calls of the model's last reply; apply the decisions.
+
+        Each question is either answered already (then the answer goes to the calls the
+        saved question was about) or new (then the current policy picks its calls among
+        those not decided yet); no tool runs before every question is answered.
+        """
+        pending = pending_tool_calls(state.get("messages") or ())
         decided: list[tuple[ToolCall, dict[str, Any]]] = []
-        for batch in batches:
-            review = self._review(batch, state, runtime)
-            answer = interrupt(review.to_value())
-            decided.extend(
-                zip((call for call, _ in batch), validate_decisions(review, answer), strict=True)
-            )
+        reviewed: set[str] = set()
+        while True:
+            asked = answered_interrupt()
+            if asked is not None:
+                review, calls = self._recorded(asked, pending, reviewed)
+            else:
+                gated = [
+                    (call, policy)
+                    for call in pending
+                    if call.id not in reviewed
+                    and (policy := self.policies.get(call.name)) is not None
+                    and self._needs_review(call, policy, state, runtime)
+                ]
+                if not gated:
+                    break
+                batch = gated if self.interrupt_mode == "all" else gated[:1]
+                review = self._review(batch, state, runtime)
+                calls = [call for call, _ in batch]
+            answer = self._ask(review, calls)
+            decided.extend(zip(calls, validate_decisions(review, answer), strict=True))
+            reviewed.update(call.id for call in calls)
         return _apply(decided)
 
+    def _ask(self, review: ReviewRequest, calls: Sequence[ToolCall]) -> Any:
+        try:
+            return interrupt(review.to_value())
+        except CheckpointerRequiredError:
+            raise CheckpointerRequiredError(
+                f"The tool call(s) {[c.name for c in calls]} need a human review, but the agent "
+                f"has no checkpointer to save the paused run. {CHECKPOINTER_ADVICE}"
+            ) from None
+
+    def _recorded(
+        self, asked: Interrupt, pending: Sequence[ToolCall], reviewed: Collection[str]
+    ) -> tuple[ReviewRequest, list[ToolCall]]:
+        """The answered review as it was asked, and the pending calls it was about (matched
+        by tool name and canonical arguments, in order); `ReviewChangedError` if one of
+        them is no longer pending."""
+        try:
+            review = ReviewRequest.from_value(asked.value, asked.id)
+        except NotAReviewError as exc:
+            raise ReviewChangedError(
+                f"The answer to interrupt {asked.id} cannot be applied: the question saved with "
+                f"the pause is not a tool review of this middleware ({exc}). The agent's code "
+                "changed under the paused thread; resume it with the version that paused it. "
+                "Nothing was consumed and the thread is still paused."
+            ) from None
+        available = [call for call in pending if call.id not in reviewed]
+        calls: list[ToolCall] = []
+        for action in review.action_requests:
+            wanted = canonical_json(dict(action.args))
+            found = next(
+                (
+                    call
+                    for call in available
+                    if call.name == action.name and canonical_json(dict(call.args)) == wanted
+                ),
+                None,
+            )
+            if found is None:
+                raise ReviewChangedError(_changed(asked.id, review, pending))
+            available.remove(found)
+            calls.append(found)
+        return review, calls
+
     def wrap_tool_call(self, request: ToolRequest, handler: ToolHandler) -> Message:
-        """Run the reviewer's version of an edited call and say so in its result; refuse a
-        bound call whose execution digest no longer matches its approval."""
-        edited = (request.state.get(EDITS_KEY) or {}).get(request.tool_call.id)
+        """Refuse a bound call whose execution digest no longer matches its approval.
+
+        (An edited call is already the call in the history; a thread paused by a version
+        that kept edits in `EDITS_KEY` still runs the reviewer's version.)"""
         call = request.tool_call
-        if edited is not None:
-            call = ToolCall(id=call.id, name=edited["name"], args=edited["args"])
+        legacy = (request.state.get(EDITS_KEY) or {}).get(call.id)
+        if legacy is not None:
+            call = ToolCall(id=call.id, name=legacy["name"], args=legacy["args"])
+            request = request.replace(tool_call=call)
         binding = (request.state.get(BINDINGS_KEY) or {}).get(call.id)
         if binding is not None and binding != self.execution_digest(call):
             logger.warning(
@@ -241,16 +338,32 @@ class HumanInTheLoop(Middleware):
                 name=call.name,
                 status="error",
             )
-        if edited is None:
-            return handler(request)
-        result = handler(request.replace(tool_call=call))
-        notice = EDIT_NOTICE_TEMPLATE.format(name=call.name, args=canonical_json(dict(call.args)))
-        return Message.tool(
-            notice + result.content,
-            tool_call_id=result.tool_call_id or call.id,
-            name=result.name,
-            status=result.status or "success",
-        )
+        return handler(request)
+
+    def check_tools(self, known: Collection[str], *, declared_as: str) -> list[str]:
+        """Problems: the keys of this policy that name no tool in `known` (each with a
+        did-you-mean when a known name is close). `declared_as` says where the policy was
+        written, for the message."""
+        problems = []
+        for tool_name in sorted(set(self.tool_names) - set(known)):
+            close = difflib.get_close_matches(tool_name, sorted(known), n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            problems.append(
+                f"{declared_as} names {tool_name!r}, which is not a tool of the agent{hint}; "
+                f"known tools: {sorted(known)}. A policy for a missing tool reviews nothing."
+            )
+        return problems
+
+    def restricted_to(self, tool_names: Collection[str]) -> HumanInTheLoop | None:
+        """This middleware reviewing only `tool_names` (`None` if it names none of them):
+        what a subagent with those tools inherits."""
+        policies = {k: v for k, v in self.policies.items() if k in tool_names}
+        if not policies:
+            return None
+        inherited = copy.copy(self)
+        inherited.policies = policies
+        inherited.tool_names = tuple(k for k in self.tool_names if k in tool_names)
+        return inherited
 
     def review_config(self, tool_name: str) -> ReviewConfig | None:
         """The review config of `tool_name` under the current policy (`None`: not reviewed)."""
@@ -302,42 +415,73 @@ class HumanInTheLoop(Middleware):
 
 
 def _apply(decided: list[tuple[ToolCall, dict[str, Any]]]) -> dict[str, Any] | None:
-    """State updates for validated decisions: synthesized tool messages and edits."""
-    messages: list[Message] = []
-    edits: dict[str, dict[str, Any]] = {}
+    """State updates for validated decisions: edited calls replaced in the history, tool
+    messages written for rejects and responds, and the bindings of approvals."""
+    messages: list[Message | ToolCallEdits] = []
+    edited: list[ToolCall] = []
     bindings: dict[str, str] = {}
     for call, chosen in decided:
         kind = chosen["type"]
         if "binding" in chosen:
             bindings[call.id] = chosen["binding"]
         if kind == "edit":
-            edits[call.id] = chosen["edited_action"]
+            action = chosen["edited_action"]
+            edited.append(ToolCall(id=call.id, name=action["name"], args=dict(action["args"])))
         elif kind == "reject":
-            text = rejection_text(call, chosen.get("message"))
             messages.append(
-                Message.tool(text, tool_call_id=call.id, name=call.name, status="error")
+                Message.tool(
+                    rejection_text(call, chosen.get("message")),
+                    tool_call_id=call.id,
+                    name=call.name,
+                    status="error",
+                    metadata={REVIEW_DECISION_KEY: "reject"},
+                )
             )
         elif kind == "respond":
-            messages.append(Message.tool(chosen["message"], tool_call_id=call.id, name=call.name))
+            messages.append(
+                Message.tool(
+                    chosen["message"],
+                    tool_call_id=call.id,
+                    name=call.name,
+                    metadata={REVIEW_DECISION_KEY: "respond"},
+                )
+            )
+    if edited:
+        messages.insert(0, ToolCallEdits(tuple(edited)))
     update: dict[str, Any] = {}
     if messages:
         update["messages"] = messages
-    if edits:
-        update[EDITS_KEY] = edits
     if bindings:
         update[BINDINGS_KEY] = bindings
     return update or None
 
 
-def rejection_text(call: ToolCall, reason: str | None) -> str:
-    """The tool result of a rejected call: what happened, and not to retry it."""
-    lines = [
-        f"The human reviewer rejected the tool call `{call.name}` (id {call.id}); the tool was not executed."
-    ]
-    if reason:
-        lines.append(f"Reason: {reason}")
-    lines.append("Do not retry this tool call unless the user explicitly asks for it.")
-    return "\n".join(lines)
+def rejection_text(call: ToolCall, message: str | None) -> str:
+    """The tool result of a rejected call: the reviewer's `message` as written, or (when
+    they left it empty) a default saying what happened and not to retry it."""
+    if message:
+        return message
+    return (
+        f"The human reviewer rejected the tool call `{call.name}` (id {call.id}); the tool was "
+        "not executed.\nDo not retry this tool call unless the user explicitly asks for it."
+    )
+
+
+def _changed(interrupt_id: str, review: ReviewRequest, pending: Sequence[ToolCall]) -> str:
+    asked = "; ".join(_describe(a.name, a.args) for a in review.action_requests)
+    now = "; ".join(_describe(c.name, c.args) for c in pending) or "none"
+    return (
+        f"The answer to review {interrupt_id} cannot be applied: it was asked about [{asked}], "
+        f"but the agent's pending tool calls are now [{now}]. The conversation changed since "
+        "the pause (a state update, or another model reply). Nothing was consumed and the "
+        "thread is still paused on the same review: restore the reviewed tool calls in the "
+        "state and resume again, or start a new run with new input to discard the review."
+    )
+
+
+def _describe(name: str, args: Mapping[str, Any]) -> str:
+    text = f"{name} {canonical_json(dict(args))}"
+    return text if len(text) <= 200 else text[:197] + "..."
 
 
 def _merge_edits(existing: Mapping[str, Any], update: Mapping[str, Any]) -> dict[str, Any]:
@@ -349,7 +493,8 @@ __all__ = [
     "BINDING_REFUSAL_TEMPLATE",
     "DEFAULT_DESCRIPTION_PREFIX",
     "EDITS_KEY",
-    "EDIT_NOTICE_TEMPLATE",
+    "ORIGINAL_TOOL_CALLS_KEY",
+    "REVIEW_DECISION_KEY",
     "HumanInTheLoop",
     "InterruptMode",
     "ToolPolicy",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -33,7 +34,11 @@ class ToolCall:
 
 @dataclass(frozen=True, slots=True)
 class Message:
-    """One chat message. Build them with `Message.user(...)` and friends."""
+    """One chat message. Build them with `Message.user(...)` and friends.
+
+    `metadata` is JSON data about the message that is never sent to a model (for example
+    the tool calls a reviewer's edit replaced, see `agent.hitl`); empty by default.
+    """
 
     role: Role
     content: str = ""
@@ -41,6 +46,7 @@ class Message:
     tool_call_id: str | None = None
     name: str | None = None
     status: ToolStatus | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict, hash=False)
 
     def __post_init__(self) -> None:
         if self.role not in _ROLES:
@@ -52,6 +58,10 @@ class Message:
             )
         if not isinstance(self.tool_calls, tuple):
             object.__setattr__(self, "tool_calls", tuple(self.tool_calls))
+        if not isinstance(self.metadata, Mapping):
+            raise TypeError(
+                f"Message metadata must be a dict of JSON data, got {type(self.metadata).__name__}"
+            )
 
     @classmethod
     def system(cls, text: str) -> Message:
@@ -73,12 +83,18 @@ class Message:
         tool_call_id: str,
         name: str | None = None,
         status: ToolStatus = "success",
+        metadata: Mapping[str, Any] | None = None,
     ) -> Message:
         """A tool result; non-str content is stored as its JSON text."""
         if not isinstance(content, str):
             content = json.dumps(content, ensure_ascii=False, sort_keys=True, default=str)
         return cls(
-            role="tool", content=content, tool_call_id=tool_call_id, name=name, status=status
+            role="tool",
+            content=content,
+            tool_call_id=tool_call_id,
+            name=name,
+            status=status,
+            metadata=dict(metadata or {}),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -91,6 +107,8 @@ class Message:
             data["name"] = self.name
         if self.status is not None:
             data["status"] = self.status
+        if self.metadata:
+            data["metadata"] = dict(self.metadata)
         return data
 
     @classmethod
@@ -102,10 +120,60 @@ class Message:
             tool_call_id=data.get("tool_call_id"),
             name=data.get("name"),
             status=data.get("status"),
+            metadata=dict(data.get("metadata") or {}),
         )
 
 
-__all__ = ["Message", "Role", "ToolCall", "ToolStatus"]
+ORIGINAL_TOOL_CALLS_KEY = "original_tool_calls"
+"""`Message.metadata` key of an assistant message whose tool calls a reviewer edited: the
+calls as the model proposed them (a list of `{"id", "name", "args"}`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallEdits:
+    """A `messages` update that replaces tool calls in place instead of appending.
+
+    Each call replaces the call with the same id in the latest assistant message that has
+    it; the replaced calls are kept in that message's metadata under
+    `ORIGINAL_TOOL_CALLS_KEY` (the first version of a call, if it is edited twice).
+    """
+
+    calls: tuple[ToolCall, ...]
+
+    def apply(self, messages: list[Message]) -> list[Message]:
+        """`messages` with the calls replaced (`ValueError` for a call nobody proposed)."""
+        out = list(messages)
+        edits = {call.id: call for call in self.calls}
+        for index in range(len(out) - 1, -1, -1):
+            message = out[index]
+            replaced = [c for c in message.tool_calls if c.id in edits]
+            if message.role != "assistant" or not replaced:
+                continue
+            originals = list(message.metadata.get(ORIGINAL_TOOL_CALLS_KEY) or ())
+            kept = {item.get("id") for item in originals if isinstance(item, Mapping)}
+            originals.extend(c.to_dict() for c in replaced if c.id not in kept)
+            calls = tuple(edits.pop(c.id) if c.id in edits else c for c in message.tool_calls)
+            out[index] = dataclasses.replace(
+                message,
+                tool_calls=calls,
+                metadata={**message.metadata, ORIGINAL_TOOL_CALLS_KEY: originals},
+            )
+            if not edits:
+                return out
+        raise ValueError(
+            f"Cannot replace tool call(s) {sorted(edits)}: no assistant message in the "
+            "conversation proposed them."
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"calls": [call.to_dict() for call in self.calls]}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ToolCallEdits:
+        return cls(tuple(ToolCall.from_dict(c) for c in data["calls"]))
+
+
+__all__ = ["ORIGINAL_TOOL_CALLS_KEY", "Message", "Role", "ToolCall", "ToolCallEdits", "ToolStatus"]
 
 
 def _register() -> None:
@@ -113,6 +181,7 @@ def _register() -> None:
 
     register_type(Message, "message", Message.to_dict, Message.from_dict)
     register_type(ToolCall, "tool_call", ToolCall.to_dict, ToolCall.from_dict)
+    register_type(ToolCallEdits, "tool_call_edits", ToolCallEdits.to_dict, ToolCallEdits.from_dict)
 
 
 _register()

@@ -16,6 +16,7 @@ The middleware runs a bound call only if what would run still has that digest.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import re
 from collections.abc import Mapping, Sequence
@@ -32,6 +33,8 @@ DECISION_TYPES: tuple[DecisionType, ...] = ("approve", "edit", "reject", "respon
 EXECUTING_TYPES: frozenset[str] = frozenset({"approve", "edit"})
 """Decision types after which the tool runs (and which a `binding` can bind)."""
 _DIGEST = re.compile(r"^[0-9a-f]{64}$")
+_DECISION_KEYS = frozenset({"type", "message", "edited_action", "binding"})
+_EDITED_ACTION_KEYS = frozenset({"name", "args"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -283,7 +286,7 @@ def _check_decision(
                 f"{list(config.allowed_decisions)}.",
             )
         ], None
-    problems: list[dict[str, Any]] = []
+    problems: list[dict[str, Any]] = _unknown_keys(index, "", item, _DECISION_KEYS, kind)
     if kind not in config.allowed_decisions:
         problems.append(
             _problem(
@@ -331,6 +334,28 @@ def _check_decision(
     return [], normalized
 
 
+def _unknown_keys(
+    index: int, prefix: str, data: Mapping[Any, Any], known: frozenset[str], kind: str
+) -> list[dict[str, Any]]:
+    """A problem per key of `data` outside `known`: a misspelt key must not be ignored
+    (the decision would be taken without what the reviewer meant to say)."""
+    problems = []
+    for key in sorted(map(str, data)):
+        if key in known:
+            continue
+        close = difflib.get_close_matches(key, sorted(known), n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        problems.append(
+            _problem(
+                index,
+                f"{prefix}{key}",
+                f"unknown key {prefix + key!r}{hint} in a {kind!r} decision; the known keys are "
+                f"{[prefix + k for k in sorted(known)]}.",
+            )
+        )
+    return problems
+
+
 def _check_edit(
     index: int, edited: Any, action: ActionRequest, config: ReviewConfig
 ) -> list[dict[str, Any]]:
@@ -343,7 +368,7 @@ def _check_edit(
                 f"got {_preview(edited)}.",
             )
         ]
-    problems: list[dict[str, Any]] = []
+    problems = _unknown_keys(index, "edited_action.", edited, _EDITED_ACTION_KEYS, "edit")
     if edited.get("name") != action.name:
         problems.append(
             _problem(

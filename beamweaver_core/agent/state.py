@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from beamweaver_core.agent.messages import Message, ToolCall
+from beamweaver_core.agent.messages import Message, ToolCall, ToolCallEdits
 
 MESSAGES = "messages"
 
@@ -30,12 +30,20 @@ def as_messages(value: Message | Iterable[Message | Mapping[str, Any] | str]) ->
 
 
 def append_messages(existing: Any, update: Any) -> list[Message]:
-    """The reducer of `messages`: new messages are appended.
+    """The reducer of `messages`: new messages are appended; a `ToolCallEdits` item
+    replaces tool calls in the message that proposed them instead (a reviewer's edit).
 
     The engine stores a key's first value as given, so graph input may hold messages in
     their dict form; the first append turns them into `Message`s too.
     """
-    return [*as_messages(existing), *as_messages(update)]
+    messages = as_messages(existing)
+    items = [update] if isinstance(update, Message | str | Mapping | ToolCallEdits) else update
+    for item in items:
+        if isinstance(item, ToolCallEdits):
+            messages = item.apply(messages)
+        else:
+            messages.append(as_message(item))
+    return messages
 
 
 def with_messages(state: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING, Any
 
 from beamweaver_core.agent.messages import Message
 from beamweaver_core.agent.state import MESSAGES, last_assistant
-from beamweaver_core.agent.tools import Tool, ToolRuntime
+from beamweaver_core.agent.tools import Tool, ToolRuntime, as_tool
 from beamweaver_core.graph import CompiledGraph
 
 if TYPE_CHECKING:
     from beamweaver_core.agent.agent import Agent, ToolLike
-    from beamweaver_core.agent.hitl import PolicyValue
+    from beamweaver_core.agent.hitl import HumanInTheLoop, PolicyValue
     from beamweaver_core.llm.base import ChatModel
 
 TASK_TOOL_NAME = "task"
@@ -28,8 +28,15 @@ TASK_TOOL_NAME = "task"
 
 @dataclass(frozen=True, slots=True)
 class SubagentSpec:
-    """A subagent built from parts. Without `interrupt_on` it inherits the parent's review
-    policy; without `model` it uses the parent's model."""
+    """A subagent built from parts. Without `model` it uses the parent's model.
+
+    Without `interrupt_on` it inherits the parent's review policy, however the parent
+    declared it: the parent's `interrupt_on`, and each `HumanInTheLoop` in the parent's
+    `middleware` (with its options: description prefix, interrupt mode, schemas),
+    restricted to the tools this subagent has. With `interrupt_on` (even `{}`), only its
+    own policy applies. Its reviews surface on the parent run and are resumed with the
+    parent's thread config.
+    """
 
     name: str
     description: str
@@ -97,9 +104,11 @@ def task_tool(
     *,
     model: ChatModel,
     interrupt_on: Mapping[str, PolicyValue] | None,
+    review: Sequence[HumanInTheLoop] = (),
 ) -> TaskTool:
     """The parent's `task` tool over `subagents` (specs are built with the parent's
-    `model` and `interrupt_on` unless they set their own)."""
+    `model` and review policy, its `interrupt_on` and `HumanInTheLoop` middleware
+    `review`, unless they set their own)."""
     from beamweaver_core.agent.agent import Agent  # agent.py imports this module
 
     graphs: dict[str, CompiledGraph] = {}
@@ -110,10 +119,19 @@ def task_tool(
                 f"Two subagents are named {sub.name!r}; subagent names must be unique."
             )
         if isinstance(sub, SubagentSpec):
+            own = sub.interrupt_on
+            inherited: tuple[HumanInTheLoop, ...] = ()
+            if own is None:
+                names = _tool_names(sub)
+                own = {k: v for k, v in (interrupt_on or {}).items() if k in names}
+                inherited = tuple(
+                    m for m in (mw.restricted_to(names) for mw in review) if m is not None
+                )
             agent: Agent = Agent(
                 model=sub.model if sub.model is not None else model,
                 tools=sub.tools,
-                interrupt_on=sub.interrupt_on if sub.interrupt_on is not None else interrupt_on,
+                interrupt_on=own,
+                middleware=inherited,
                 system_prompt=sub.system_prompt,
                 name=sub.name,
             )
@@ -126,6 +144,20 @@ def task_tool(
     return TaskTool(graphs, descriptions)
 
 
+def inherited_tool_names(subagents: Sequence[SubagentSpec | CompiledSubagent]) -> set[str]:
+    """The tools of the subagent specs that inherit the parent's review policy: names the
+    parent's policy may review although the parent itself lacks them."""
+    names: set[str] = set()
+    for sub in subagents:
+        if isinstance(sub, SubagentSpec) and sub.interrupt_on is None:
+            names |= _tool_names(sub)
+    return names
+
+
+def _tool_names(sub: SubagentSpec) -> set[str]:
+    return {as_tool(t).name for t in sub.tools}
+
+
 def _as_graph(agent: Agent | type[Agent] | CompiledGraph) -> CompiledGraph:
     if isinstance(agent, CompiledGraph):
         return agent
@@ -133,4 +165,11 @@ def _as_graph(agent: Agent | type[Agent] | CompiledGraph) -> CompiledGraph:
     return graph()
 
 
-__all__ = ["TASK_TOOL_NAME", "CompiledSubagent", "SubagentSpec", "TaskTool", "task_tool"]
+__all__ = [
+    "TASK_TOOL_NAME",
+    "CompiledSubagent",
+    "SubagentSpec",
+    "TaskTool",
+    "inherited_tool_names",
+    "task_tool",
+]

@@ -201,6 +201,8 @@ def encode_record(record: TaskRecord) -> str:
         data["a"] = list(record.answers)
     if record.interrupts:
         data["i"] = list(record.interrupts)
+    if record.questions:
+        data["q"] = [[index, value] for index, value in sorted(record.questions.items())]
     return serde.dumps(data, ("<pending write>",))
 
 
@@ -213,6 +215,7 @@ def decode_record(text: str) -> TaskRecord:
         routes=tuple(r if isinstance(r, str | Send) else str(r) for r in routes),
         answers=tuple(data.get("a", ())),
         interrupts=tuple(i for i in data.get("i", ()) if isinstance(i, Interrupt)),
+        questions={int(index): value for index, value in data.get("q", ())},
     )
 
 

@@ -37,7 +37,9 @@ class TaskRecord:
     """What a task of a pending step left behind (a "pending write").
 
     `done`: its state writes and the routes it chose, applied when the whole step finishes.
-    `interrupted`: the interrupts it is waiting on and the answers it already consumed.
+    `interrupted`: the interrupts it is waiting on and the answers it already consumed;
+    `questions[n]` is the value the question answered by `answers[n]` was asked with (so
+    a node re-run on resume can read what it was answered about: `answered_interrupt()`).
     `passed`: (breakpoint record only) the static breakpoint of the checkpoint was resumed.
     """
 
@@ -46,6 +48,7 @@ class TaskRecord:
     routes: tuple[str | Send, ...] = ()
     answers: tuple[Any, ...] = ()
     interrupts: tuple[Interrupt, ...] = ()
+    questions: Mapping[int, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

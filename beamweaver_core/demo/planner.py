@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from beamweaver_core.agent.hitl import REVIEW_DECISION_KEY
 from beamweaver_core.agent.messages import Message, ToolCall
 from beamweaver_core.demo.store import ADMIN_EMAIL, OPS_EMAIL
 
@@ -145,7 +146,7 @@ def summarize(results: Sequence[Message]) -> str:
 
 def _summary_line(result: Message) -> str:
     if result.status == "error":
-        if "rejected" in result.content:
+        if result.metadata.get(REVIEW_DECISION_KEY) == "reject" or "rejected" in result.content:
             return f"{result.name}: the reviewer rejected it, so I did not run it."
         return f"{result.name} failed: {result.content.removeprefix('Error: ')}"
     data = _json_tail(result.content)
@@ -166,7 +167,7 @@ def _summary_line(result: Message) -> str:
 
 
 def _json_tail(content: str) -> Any:
-    """The JSON result of a tool message (after a reviewer's edit notice, if any)."""
+    """The JSON result of a tool message (after the edit notice older versions wrote)."""
     _, _, tail = content.rpartition("Tool response:\n")
     try:
         return json.loads(tail)

@@ -2,7 +2,7 @@
 
 from beamweaver_core.graph.builder import Graph
 from beamweaver_core.graph.compiled import CompiledGraph
-from beamweaver_core.graph.interrupts import interrupt
+from beamweaver_core.graph.interrupts import answered_interrupt, interrupt
 from beamweaver_core.graph.runtime import Envelope, Runtime
 from beamweaver_core.types import (
     END,
@@ -31,6 +31,7 @@ __all__ = [
     "Send",
     "StateSnapshot",
     "TaskInfo",
+    "answered_interrupt",
     "interrupt",
     "null_resume",
 ]

@@ -59,6 +59,10 @@ class TaskScope:
     run: Any = None
     counter: int = 0
     children: dict[str, int] = field(default_factory=dict)
+    # The interrupts this task waits on (by id), and the values of the questions whose
+    # answers it consumed (by index): what `answered_interrupt()` reports.
+    asked: dict[str, Interrupt] = field(default_factory=dict)
+    questions: dict[int, Any] = field(default_factory=dict)
 
     def child_ns(self, name: str) -> str:
         """Namespace of the next nested graph call of this task (deterministic by order)."""
@@ -102,15 +106,48 @@ def interrupt(value: Any) -> Any:
     if iid in scope.resume:
         answer = scope.resume[iid]
         answer = None if answer is NULL_RESUME else answer
+        asked = scope.asked.get(iid)
+        if asked is not None:
+            scope.questions[index] = asked.value
         scope.answers.append(answer)
         return answer
     raise GraphInterrupt((Interrupt(id=iid, value=value, node=scope.node, ns=scope.graph_ns),))
+
+
+def answered_interrupt() -> Interrupt | None:
+    """The interrupt that the running node's next `interrupt()` call answers, as it was
+    asked: `None` when that call asks a new question (and pauses).
+
+    A node runs again from its beginning on resume and may compute its next question
+    differently from when it paused (its inputs changed: the run's context, the code, the
+    state). The answer belongs to the question that was asked; read it here (its `value`
+    is the saved payload) to apply the answer to exactly what was asked, or to refuse the
+    resume by raising (the answer is then discarded with the failed attempt and the
+    interrupt stays pending). Also `None` for an answer consumed by an earlier attempt of
+    the task whose question was saved by a version without this record.
+    """
+    scope = current_scope.get()
+    if scope is None:
+        raise RuntimeError(
+            "answered_interrupt() was called outside a graph node. Call it from a node "
+            "function while the graph runs, before the interrupt() call it is about."
+        )
+    index = scope.counter
+    iid = interrupt_id(scope.task_ns, index)
+    if index < len(scope.answers):
+        if index not in scope.questions:
+            return None
+        return Interrupt(id=iid, value=scope.questions[index], node=scope.node, ns=scope.graph_ns)
+    if iid in scope.resume:
+        return scope.asked.get(iid)
+    return None
 
 
 __all__ = [
     "GraphInterrupt",
     "ParentCommand",
     "TaskScope",
+    "answered_interrupt",
     "current_scope",
     "interrupt",
     "interrupt_id",

@@ -501,7 +501,10 @@ class RunLoop:
                 record = TaskRecord(status="done", writes=outcome.writes, routes=outcome.routes)
             elif outcome.status == "interrupted":
                 record = TaskRecord(
-                    status="interrupted", answers=outcome.answers, interrupts=outcome.interrupts
+                    status="interrupted",
+                    answers=outcome.answers,
+                    interrupts=outcome.interrupts,
+                    questions=outcome.questions,
                 )
             elif outcome.status == "parent":
                 if parent_command is None:

@@ -12,7 +12,7 @@ import concurrent.futures
 import contextvars
 import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
@@ -39,6 +39,7 @@ class TaskOutcome:
     answers: tuple[Any, ...] = ()
     interrupts: tuple[Interrupt, ...] = ()
     error: BaseException | None = None
+    questions: Mapping[int, Any] = field(default_factory=dict)
 
 
 def _goto_targets(goto: Any) -> list[str | Send]:
@@ -189,6 +190,10 @@ class TaskRunner:
             runtime=runtime,
             run=loop,
         )
+        record = loop.records.get(task.id)
+        if record is not None and record.status == "interrupted":
+            scope.asked = {i.id: i for i in record.interrupts}
+            scope.questions = dict(record.questions)
         arg = task.arg if task.push is not None else loop.values
         if spec.subgraph is not None:
             arg = _subgraph_input(spec.subgraph.keys, arg)
@@ -239,7 +244,11 @@ class TaskRunner:
     def _fail(self, task: TaskSpec, scope: TaskScope, exc: BaseException) -> TaskOutcome:
         if isinstance(exc, GraphInterrupt):
             return TaskOutcome(
-                task, "interrupted", answers=tuple(scope.answers), interrupts=exc.interrupts
+                task,
+                "interrupted",
+                answers=tuple(scope.answers),
+                interrupts=exc.interrupts,
+                questions=dict(scope.questions),
             )
         if isinstance(exc, ParentCommand):
             try:

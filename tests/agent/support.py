@@ -23,6 +23,24 @@ def result(call_id: str, name: str, content: str, status: str = "success") -> Me
     return Message.tool(content, tool_call_id=call_id, name=name, status=status)  # type: ignore[arg-type]
 
 
+def rejected(call_id: str, name: str, content: str) -> Message:
+    """The tool message a reviewer's reject writes for `call_id`."""
+    return Message.tool(
+        content,
+        tool_call_id=call_id,
+        name=name,
+        status="error",
+        metadata={"review_decision": "reject"},
+    )
+
+
+def responded(call_id: str, name: str, content: str) -> Message:
+    """The tool message a reviewer's respond writes for `call_id`."""
+    return Message.tool(
+        content, tool_call_id=call_id, name=name, metadata={"review_decision": "respond"}
+    )
+
+
 class Toolbox:
     """The guide's example tools; `ran` records every execution in order."""
 

@@ -134,9 +134,9 @@ def test_state_round_trips_through_the_checkpointer_as_json(
     assert serde.loads(serde.dumps(done.state)) == done.state
     stored = agent.get_state(config).values
     assert stored == done.state
-    assert stored["messages"][1].tool_calls[0].args == {"path": "a b.txt"}
-    assert stored["hitl_edited_tool_calls"] == {
-        "c1": {"name": "remove_file", "args": {"path": "c.txt"}}
+    assert stored["messages"][1].tool_calls[0].args == {"path": "c.txt"}
+    assert stored["messages"][1].metadata == {
+        "original_tool_calls": [{"id": "c1", "name": "remove_file", "args": {"path": "a b.txt"}}]
     }
 
 

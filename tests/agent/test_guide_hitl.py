@@ -16,12 +16,11 @@ from beamweaver_core.agent import (
     ReviewRequest,
     tool,
 )
-from beamweaver_core.agent.hitl import rejection_text
 from beamweaver_core.checkpoint import MemoryCheckpointer
 from beamweaver_core.exceptions import InvalidDecisionError, NotAReviewError
 from beamweaver_core.graph import END, START, Command, Completed, Graph, Interrupted, interrupt
 from beamweaver_core.llm import ScriptedChatModel
-from tests.agent.support import Toolbox, ai, call, result
+from tests.agent.support import Toolbox, ai, call, rejected, responded, result
 
 ALL_DECISIONS = ["approve", "edit", "reject", "respond"]
 PATH_SCHEMA = {
@@ -116,12 +115,11 @@ def test_basic_agent_configuration(checkpointer: MemoryCheckpointer) -> None:
     assert done.state["messages"] == [
         question,
         proposal,
-        result(
+        rejected(
             "c3",
             "notify_email",
             "The human reviewer rejected the tool call `notify_email` (id c3); the tool was not "
             "executed.\nDo not retry this tool call unless the user explicitly asks for it.",
-            status="error",
         ),
         result("c1", "remove_file", "deleted temp.txt"),
         result("c2", "fetch_file", "contents of notes.txt"),
@@ -353,11 +351,12 @@ def test_respond_to_interrupts_with_from_interrupt(checkpointer: MemoryCheckpoin
     assert box.ran == [("execute_sql", {"query": DELETE_OLD})]
 
 
-def test_resume_decision_edit_runs_the_edited_call_and_tells_the_model(
+def test_resume_decision_edit_runs_the_edited_call_in_place_of_the_proposed_one(
     checkpointer: MemoryCheckpointer, config: dict[str, Any]
 ) -> None:
-    """Resume Decisions / Edit: the model's call stays in history; the reviewer's version
-    runs, and its result says so, so the model does not re-issue the original."""
+    """Resume Decisions / Edit: the reviewer's call replaces the proposed one in the history
+    (the model sees the call that ran and its plain result); the proposed call is kept in
+    the message's metadata."""
     box = Toolbox()
     reviewed = sql_agent(box, Message.assistant("Archived records older than 30 days are deleted."))
     question = Message.user("Delete old records from the database.")
@@ -378,22 +377,21 @@ def test_resume_decision_edit_runs_the_edited_call_and_tells_the_model(
 
     assert isinstance(done, Completed)
     assert box.ran == [("execute_sql", {"query": DELETE_ARCHIVED})]
+    edited = Message(
+        role="assistant",
+        tool_calls=(call("sql1", "execute_sql", query=DELETE_ARCHIVED),),
+        metadata={
+            "original_tool_calls": [
+                {"id": "sql1", "name": "execute_sql", "args": {"query": DELETE_OLD}}
+            ]
+        },
+    )
     assert done.state["messages"] == [
         question,
-        ai(call("sql1", "execute_sql", query=DELETE_OLD)),
-        result(
-            "sql1",
-            "execute_sql",
-            "Note: a human reviewer replaced this tool call before it ran; the call as you "
-            "proposed it was not executed and must not be issued again. Executed instead: "
-            f'execute_sql with arguments {{"query": "{DELETE_ARCHIVED}"}}.\n\nTool response:\n'
-            f"ran: {DELETE_ARCHIVED}",
-        ),
+        edited,
+        result("sql1", "execute_sql", f"ran: {DELETE_ARCHIVED}"),
         Message.assistant("Archived records older than 30 days are deleted."),
     ]
-    assert done.state["hitl_edited_tool_calls"] == {
-        "sql1": {"name": "execute_sql", "args": {"query": DELETE_ARCHIVED}}
-    }
 
 
 def test_resume_decision_reject_with_message(
@@ -417,14 +415,7 @@ def test_resume_decision_reject_with_message(
     assert done.state["messages"] == [
         question,
         ai(call("sql1", "execute_sql", query=DELETE_OLD)),
-        result(
-            "sql1",
-            "execute_sql",
-            "The human reviewer rejected the tool call `execute_sql` (id sql1); the tool was not "
-            f"executed.\nReason: {reason}\nDo not retry this tool call unless the user explicitly "
-            "asks for it.",
-            status="error",
-        ),
+        rejected("sql1", "execute_sql", reason),
         Message.assistant("I will ask for a date range first."),
     ]
 
@@ -452,7 +443,7 @@ def test_resume_decision_respond_answers_in_place_of_the_tool(
     assert done.state["messages"] == [
         question,
         ai(call("q1", "favorite_color", person="Ada")),
-        result("q1", "favorite_color", "Blue."),
+        responded("q1", "favorite_color", "Blue."),
         Message.assistant("Ada likes blue."),
     ]
 
@@ -500,27 +491,17 @@ def test_multiple_decisions_one_per_action_in_order(
     )
 
     assert isinstance(done, Completed)
+    sent = call("a2", "send_email", to="team@example.com", subject="Review needed")
     assert done.state["messages"] == [
         question,
-        proposal,
-        result(
-            "a3",
-            "remove_file",
-            rejection_text(
-                call("a3", "remove_file", path="q3.csv"),
-                "This action is not allowed for the current user.",
-            ),
-            status="error",
+        Message(
+            role="assistant",
+            tool_calls=(proposal.tool_calls[0], sent, proposal.tool_calls[2]),
+            metadata={"original_tool_calls": [proposal.tool_calls[1].to_dict()]},
         ),
+        rejected("a3", "remove_file", "This action is not allowed for the current user."),
         result("a1", "fetch_file", "contents of q3.csv"),
-        result(
-            "a2",
-            "send_email",
-            "Note: a human reviewer replaced this tool call before it ran; the call as you "
-            "proposed it was not executed and must not be issued again. Executed instead: "
-            'send_email with arguments {"subject": "Review needed", "to": "team@example.com"}.'
-            "\n\nTool response:\nsent to team@example.com: Review needed",
-        ),
+        result("a2", "send_email", "sent to team@example.com: Review needed"),
         Message.assistant("Done."),
     ]
     assert sorted(box.ran) == [

@@ -11,7 +11,7 @@ from beamweaver_core.agent.hitl import rejection_text
 from beamweaver_core.checkpoint import MemoryCheckpointer
 from beamweaver_core.graph import Completed, Interrupted
 from beamweaver_core.llm import ScriptedChatModel
-from tests.agent.support import Toolbox, ai, call, result
+from tests.agent.support import Toolbox, ai, call, rejected, responded, result
 
 
 def big_sql(call: dict[str, Any]) -> bool:
@@ -49,8 +49,9 @@ def test_when_predicate_arities_gate_review(
     predicate: Any, option: str, checkpointer: MemoryCheckpointer, config: dict[str, Any]
 ) -> None:
     """`when` (alias `predicate`) of arity 1, 2 or 3 decides per call; calls it lets through
-    run without review alongside the reviewed ones. The node runs again on resume, so the
-    predicate must decide the same way then (here: the same context is passed)."""
+    run without review alongside the reviewed ones. (On resume the answer goes to the calls
+    the question was asked about, whatever the predicate says then: see
+    `test_review_on_resume.py`.)"""
     proposal = ai(
         call("s1", "execute_sql", query="SELECT 1"),
         call("s2", "execute_sql", query="DELETE FROM t"),
@@ -69,9 +70,7 @@ def test_when_predicate_arities_gate_review(
     assert isinstance(done, Completed)
     assert box.ran == [("execute_sql", {"query": "SELECT 1"})]
     assert done.state["messages"][2:] == [
-        result(
-            "s2", "execute_sql", rejection_text(call("s2", "execute_sql"), None), status="error"
-        ),
+        rejected("s2", "execute_sql", rejection_text(call("s2", "execute_sql"), None)),
         result("s1", "execute_sql", "ran: SELECT 1"),
         Message.assistant("ok"),
     ]
@@ -127,12 +126,7 @@ def test_interrupt_mode_first_reviews_one_call_at_a_time(
     assert done.state["messages"] == [
         question,
         proposal,
-        result(
-            "s2",
-            "execute_sql",
-            rejection_text(call("s2", "execute_sql"), "Keep b."),
-            status="error",
-        ),
+        rejected("s2", "execute_sql", "Keep b."),
         result("s1", "execute_sql", "ran: DELETE FROM a"),
         result("f1", "fetch_file", "contents of x"),
         Message.assistant("done"),
@@ -158,7 +152,7 @@ def test_every_call_answered_by_review_calls_the_model_again(
     assert isinstance(done, Completed)
     assert box.ran == []
     assert done.state["messages"][-2:] == [
-        result("s1", "execute_sql", "Table x is needed."),
+        responded("s1", "execute_sql", "Table x is needed."),
         Message.assistant("I will not drop it."),
     ]
 

@@ -6,7 +6,15 @@ from typing import Any
 
 import pytest
 
-from beamweaver_core.agent import HITL, Agent, CompiledSubagent, Message, SubagentSpec, tool
+from beamweaver_core.agent import (
+    HITL,
+    Agent,
+    CompiledSubagent,
+    HumanInTheLoop,
+    Message,
+    SubagentSpec,
+    tool,
+)
 from beamweaver_core.checkpoint import MemoryCheckpointer
 from beamweaver_core.exceptions import InvalidDecisionError
 from beamweaver_core.graph import Completed, Interrupted
@@ -212,3 +220,62 @@ def test_task_tool_schema_and_unknown_subagent() -> None:
     assert isinstance(done, Completed)
     assert done.state["messages"][2].status == "error"
     assert "'nobody' is not one of ['file-manager']" in done.state["messages"][2].content
+
+
+@pytest.mark.parametrize("declared", ["middleware", "two-middlewares"])
+def test_spec_inherits_a_policy_given_through_the_middleware(
+    declared: str, checkpointer: MemoryCheckpointer, config: dict[str, Any]
+) -> None:
+    """Issue 12, point 3: the parent's review policy is inherited however it was declared,
+    here as `HumanInTheLoop` middleware (one, or two with their own names and options). The
+    subagent's `delete_file` pauses and is resumed with the parent's thread config."""
+    files = FileTools()
+    if declared == "middleware":
+        middleware = [HumanInTheLoop({"delete_file": True})]
+    else:
+        middleware = [
+            HumanInTheLoop({"read_file": False}, name="ReadReview"),
+            HumanInTheLoop(
+                {"delete_file": {"allowed_decisions": ["approve", "reject"]}},
+                description_prefix="Deletion pending",
+                name="DeleteReview",
+            ),
+        ]
+    model = ScriptedChatModel(
+        [
+            delegate("p1", "Delete b"),
+            ai(call("s1", "read_file", path="a"), call("s2", "delete_file", path="b")),
+            Message.assistant("b deleted"),
+            Message.assistant("Done."),
+        ]
+    )
+    agent = Agent.build(
+        model=model,
+        tools=[files.read_file],
+        middleware=middleware,
+        subagents=[
+            SubagentSpec(
+                name="file-manager",
+                description="Manages file operations.",
+                system_prompt="Review filesystem work carefully.",
+                tools=[files.delete_file, files.read_file],
+            )
+        ],
+        checkpointer=checkpointer,
+    )
+
+    paused = agent.invoke({"messages": [Message.user("go")]}, config=config)
+
+    assert isinstance(paused, Interrupted)
+    review = HITL.from_interrupt(paused.interrupt)
+    assert [(a.name, a.args) for a in review.action_requests] == [("delete_file", {"path": "b"})]
+    if declared == "two-middlewares":
+        assert review.action_requests[0].description.startswith("Deletion pending")
+        assert review.review_configs[0].allowed_decisions == ("approve", "reject")
+    assert files.deleted == files.read == []
+
+    done = agent.resume_review([{"type": "approve"}], config=config)
+
+    assert isinstance(done, Completed)
+    assert files.deleted == ["b"]
+    assert files.read == ["a"]

@@ -116,7 +116,7 @@ def test_conflicting_decisions_never_both_take_effect(effects_log: Path) -> None
             assert (ran, status) == ([("send_email", EMAIL)], "success")
         else:
             assert (ran, status) == ([], "error")
-            assert "rejected the tool call `send_email`" in content
+            assert content == REJECT["decisions"][0]["message"]
     assert set(won.values()) == {"approve", "reject"}
     assert_each_action_ran_at_most_once(effects_log)
 
