@@ -25,6 +25,7 @@ import weakref
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
+from beamweaver_core.agent.async_subagents import AsyncSubagentSpec, async_task_tools
 from beamweaver_core.agent.builder import AgentSpec, build_graph
 from beamweaver_core.agent.hitl import HumanInTheLoop, PolicyValue
 from beamweaver_core.agent.middleware import Middleware
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
     from beamweaver_core.checkpoint.base import Checkpointer
 
 ToolLike = Tool | type[Tool] | Callable[..., Any]
+AnySubagent = SubagentSpec | CompiledSubagent | AsyncSubagentSpec
 Config = dict[str, Any]
 _R = TypeVar("_R")
 _UNSET: Any = object()
@@ -82,7 +84,9 @@ class Agent:
     Options (class attributes of module-style agents, or `build` arguments): `model`,
     `tools` (tools, `Tool` subclasses or typed functions), `interrupt_on` (shorthand for a
     `HumanInTheLoop` middleware appended last), `middleware`, `system_prompt`, `subagents`
-    (reached through a `task` tool), `interrupt_before` / `interrupt_after` (static
+    (reached through a `task` tool; `AsyncSubagentSpec`s through the async task tools
+    `start_async_task`, `check_async_task`, `update_async_task`, `cancel_async_task` and
+    `list_async_tasks`), `interrupt_before` / `interrupt_after` (static
     breakpoints on node names such as `"model"` and `"tools"`), `checkpointer` and `name`.
     """
 
@@ -91,7 +95,7 @@ class Agent:
     interrupt_on: Mapping[str, PolicyValue] | None = None
     middleware: Sequence[Middleware] = ()
     system_prompt: str | None = None
-    subagents: Sequence[SubagentSpec | CompiledSubagent] = ()
+    subagents: Sequence[AnySubagent] = ()
     interrupt_before: Sequence[str] = ()
     interrupt_after: Sequence[str] = ()
     checkpointer: Checkpointer | None = None
@@ -122,7 +126,7 @@ class Agent:
         checkpointer: Checkpointer | None = _UNSET,
         system_prompt: str | None = _UNSET,
         middleware: Sequence[Middleware] = _UNSET,
-        subagents: Sequence[SubagentSpec | CompiledSubagent] = _UNSET,
+        subagents: Sequence[AnySubagent] = _UNSET,
         interrupt_before: Sequence[str] = _UNSET,
         interrupt_after: Sequence[str] = _UNSET,
         name: str | None = _UNSET,
@@ -171,10 +175,12 @@ class Agent:
                 "or set the `model` class attribute (e.g. init_chat_model('openai:gpt-4o'))."
             )
         tools = [as_tool(t) for t in self.tools]
-        if self.subagents:
-            tools.append(
-                task_tool(self.subagents, model=self.model, interrupt_on=self.interrupt_on)
-            )
+        delegated = [s for s in self.subagents if not isinstance(s, AsyncSubagentSpec)]
+        if delegated:
+            tools.append(task_tool(delegated, model=self.model, interrupt_on=self.interrupt_on))
+        background = [s for s in self.subagents if isinstance(s, AsyncSubagentSpec)]
+        if background:
+            tools.extend(async_task_tools(background))
         middleware = list(self.middleware)
         if self.interrupt_on:
             if any(isinstance(mw, HumanInTheLoop) for mw in middleware):
@@ -331,4 +337,4 @@ def _agent_input(value: Any) -> Any:
     return value
 
 
-__all__ = ["Agent", "ToolLike"]
+__all__ = ["Agent", "AnySubagent", "ToolLike"]
