@@ -146,7 +146,8 @@ def test_a_client_on_the_spec_runs_the_tasks_and_refusals_reach_the_model_as_err
                 call("c3", "check_async_task", task_id="t9"),
                 call("c4", "update_async_task", task_id="t1", message="bats"),
                 call("c5", "list_async_tasks"),
-                call("c6", "cancel_async_task", task_id="t1"),
+                call("c6", "list_async_tasks", status_filter="cancelled"),
+                call("c7", "cancel_async_task", task_id="t1"),
             ),
             Message.assistant("done"),
         ]
@@ -174,6 +175,7 @@ def test_a_client_on_the_spec_runs_the_tasks_and_refusals_reach_the_model_as_err
             "1 tracked task(s):\n- task_id: t1  agent: researcher  status: running",
             "success",
         ),
+        ("tool", "No async subagent tasks tracked.", "success"),
         ("tool", "Cancelled async subagent task: t1", "success"),
     ]
     assert notebook.calls[0] == ("start", "researcher", "owls")
