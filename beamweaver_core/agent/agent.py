@@ -25,7 +25,8 @@ import weakref
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
-from beamweaver_core.agent.async_subagents import AsyncSubagentSpec, async_task_tools
+from beamweaver_core.agent.async_subagents import AsyncSubagentSpec
+from beamweaver_core.agent.async_task_tools import async_task_tools
 from beamweaver_core.agent.builder import AgentSpec, build_graph
 from beamweaver_core.agent.hitl import HumanInTheLoop, PolicyValue
 from beamweaver_core.agent.middleware import Middleware

@@ -223,9 +223,12 @@ def test_update_of_a_working_task_stops_its_run_and_continues_with_the_new_instr
     task_id = start("boss-9", "researcher", f"wait:{gate}")
     first = latest_run(task_id)
     wait_for(
-        lambda: Checkpoint.objects.filter(thread_id=task_id).exists(),
+        lambda: (
+            Checkpoint.objects.filter(thread_id=task_id).exists()
+            and state(task_id, "async_researcher")["messages"][-1].role == "tool"
+        ),
         60,
-        "the task's run to save its first steps",
+        "the task's run to save its notes",
     )
 
     ask("boss-9", "update_async_task", task_id=task_id, message="now bats")
