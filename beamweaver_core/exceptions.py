@@ -155,6 +155,19 @@ class GraphChangedError(BeamWeaverError, RuntimeError):
         )
 
 
+class AsyncTaskError(BeamWeaverError, RuntimeError):
+    """An async subagent task cannot do what was asked (it is waiting for a review, it
+    already ended, ...). The async task tools report it to the model as a tool error."""
+
+
+class UnknownAsyncTaskError(AsyncTaskError, LookupError):
+    """No async task with that id was started by this agent's thread."""
+
+
+class AsyncTaskClientRequiredError(BeamWeaverError, RuntimeError):
+    """An async subagent was used with no client to run its tasks."""
+
+
 class CheckpointNotFoundError(BeamWeaverError, LookupError):
     """The addressed checkpoint or thread does not exist."""
 
@@ -185,6 +198,8 @@ class MalformedModelResponseError(ModelProviderError):
 
 __all__ = [
     "AmbiguousResumeError",
+    "AsyncTaskClientRequiredError",
+    "AsyncTaskError",
     "BeamWeaverError",
     "CheckpointNotFoundError",
     "CheckpointerRequiredError",
@@ -205,5 +220,6 @@ __all__ = [
     "StaleWriterError",
     "ThreadBusyError",
     "UnexpectedResumeValueError",
+    "UnknownAsyncTaskError",
     "UnknownInterruptError",
 ]

@@ -233,6 +233,18 @@ class Run(models.Model):
     def __str__(self) -> str:
         return f"{self.kind} {self.graph} on {self.thread_id} ({self.status})"
 
+    def requester_id(self) -> int | None:
+        """Who asked for the thread's work: this run's creator when it is a start run,
+        else whoever started the thread's latest start run (not a reviewer's resume)."""
+        if self.kind == Run.Kind.START:
+            return self.created_by_id
+        return (
+            Run.objects.filter(thread_id=self.thread_id, kind=Run.Kind.START)
+            .order_by("-created_at")
+            .values_list("created_by_id", flat=True)
+            .first()
+        )
+
 
 class RunEvent(models.Model):
     """An event a run emitted (node finished, interrupted, ...), kept so a page that missed
@@ -295,3 +307,33 @@ class ToolExecution(models.Model):
 
     def __str__(self) -> str:
         return f"{self.tool} {self.status} ({self.key[:12]})"
+
+
+class AsyncSubagentTask(models.Model):
+    """A task an agent started on an async subagent (`start_async_task`).
+
+    The task id is the id of the task's own thread, where its runs execute. The parent's
+    thread owns the task: only that thread's tools can check, update or cancel it.
+    """
+
+    thread = models.OneToOneField(
+        Thread, primary_key=True, on_delete=models.CASCADE, related_name="async_task"
+    )
+    parent_thread = models.ForeignKey(
+        Thread, on_delete=models.CASCADE, related_name="async_tasks_started", db_index=False
+    )
+    parent_run = models.ForeignKey(
+        Run, on_delete=models.SET_NULL, null=True, blank=True, related_name="async_tasks_started"
+    )
+    subagent = models.CharField(max_length=200)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        db_table = "bw_async_task"
+        indexes = [
+            models.Index(fields=["parent_thread", "created_at"], name="bw_async_task_parent_idx")
+        ]
+        ordering = ["created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.subagent} task {self.thread_id} of {self.parent_thread_id}"

@@ -145,16 +145,8 @@ def _upsert(run: Run, interrupt: Interrupt, item: ReviewItem | None) -> None:
 
 
 def requester(run: Run) -> int | None:
-    """Who started the run from input: the paused run's creator when it is a start run,
-    else whoever started the thread's latest start run (not a reviewer's resume)."""
-    if run.kind == Run.Kind.START:
-        return run.created_by_id
-    return (
-        Run.objects.filter(thread_id=run.thread_id, kind=Run.Kind.START)
-        .order_by("-created_at")
-        .values_list("created_by_id", flat=True)
-        .first()
-    )
+    """Who started the run from input (`Run.requester_id`)."""
+    return run.requester_id()
 
 
 def _audit(item: ReviewItem, action: str, message: str) -> None:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from beamweaver_core.agent.agent import Agent
+    from beamweaver_core.agent.async_subagents import AsyncSubagentSpec, AsyncTask, AsyncTaskClient
     from beamweaver_core.agent.hitl import HumanInTheLoop
     from beamweaver_core.agent.messages import Message, ToolCall
     from beamweaver_core.agent.middleware import Middleware, ModelRequest, ToolRequest
@@ -22,6 +23,9 @@ if TYPE_CHECKING:
 
 _EXPORTS = {
     "Agent": "beamweaver_core.agent.agent",
+    "AsyncSubagentSpec": "beamweaver_core.agent.async_subagents",
+    "AsyncTask": "beamweaver_core.agent.async_subagents",
+    "AsyncTaskClient": "beamweaver_core.agent.async_subagents",
     "HumanInTheLoop": "beamweaver_core.agent.hitl",
     "Message": "beamweaver_core.agent.messages",
     "ToolCall": "beamweaver_core.agent.messages",
@@ -58,6 +62,9 @@ __all__ = [
     "HITL",
     "ActionRequest",
     "Agent",
+    "AsyncSubagentSpec",
+    "AsyncTask",
+    "AsyncTaskClient",
     "CompiledSubagent",
     "Envelope",
     "HumanInTheLoop",

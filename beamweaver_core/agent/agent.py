@@ -25,6 +25,8 @@ import weakref
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
+from beamweaver_core.agent.async_subagents import AsyncSubagentSpec
+from beamweaver_core.agent.async_task_tools import async_task_tools
 from beamweaver_core.agent.builder import AgentSpec, build_graph
 from beamweaver_core.agent.hitl import CHECKPOINTER_ADVICE, HumanInTheLoop, PolicyValue
 from beamweaver_core.agent.middleware import Middleware
@@ -45,6 +47,7 @@ if TYPE_CHECKING:
     from beamweaver_core.checkpoint.base import Checkpointer
 
 ToolLike = Tool | type[Tool] | Callable[..., Any]
+AnySubagent = SubagentSpec | CompiledSubagent | AsyncSubagentSpec
 Config = dict[str, Any]
 _R = TypeVar("_R")
 _UNSET: Any = object()
@@ -88,7 +91,9 @@ class Agent:
     Options (class attributes of module-style agents, or `build` arguments): `model`,
     `tools` (tools, `Tool` subclasses or typed functions), `interrupt_on` (shorthand for a
     `HumanInTheLoop` middleware appended last), `middleware`, `system_prompt`, `subagents`
-    (reached through a `task` tool), `interrupt_before` / `interrupt_after` (static
+    (reached through a `task` tool; `AsyncSubagentSpec`s through the async task tools
+    `start_async_task`, `check_async_task`, `update_async_task`, `cancel_async_task` and
+    `list_async_tasks`), `interrupt_before` / `interrupt_after` (static
     breakpoints on node names such as `"model"` and `"tools"`), `checkpointer` and `name`.
     """
 
@@ -97,7 +102,7 @@ class Agent:
     interrupt_on: Mapping[str, PolicyValue] | None = None
     middleware: Sequence[Middleware] = ()
     system_prompt: str | None = None
-    subagents: Sequence[SubagentSpec | CompiledSubagent] = ()
+    subagents: Sequence[AnySubagent] = ()
     interrupt_before: Sequence[str] = ()
     interrupt_after: Sequence[str] = ()
     checkpointer: Checkpointer | None = None
@@ -128,7 +133,7 @@ class Agent:
         checkpointer: Checkpointer | None = _UNSET,
         system_prompt: str | None = _UNSET,
         middleware: Sequence[Middleware] = _UNSET,
-        subagents: Sequence[SubagentSpec | CompiledSubagent] = _UNSET,
+        subagents: Sequence[AnySubagent] = _UNSET,
         interrupt_before: Sequence[str] = _UNSET,
         interrupt_after: Sequence[str] = _UNSET,
         name: str | None = _UNSET,
@@ -179,15 +184,19 @@ class Agent:
         tools = [as_tool(t) for t in self.tools]
         middleware = list(self.middleware)
         reviews = [mw for mw in middleware if isinstance(mw, HumanInTheLoop)]
-        if self.subagents:
+        delegated = [s for s in self.subagents if not isinstance(s, AsyncSubagentSpec)]
+        if delegated:
             tools.append(
                 task_tool(
-                    self.subagents,
+                    delegated,
                     model=self.model,
                     interrupt_on=self.interrupt_on,
                     review=reviews,
                 )
             )
+        background = [s for s in self.subagents if isinstance(s, AsyncSubagentSpec)]
+        if background:
+            tools.extend(async_task_tools(background))
         if self.interrupt_on:
             if reviews:
                 raise ValueError(
@@ -210,7 +219,8 @@ class Agent:
         """Every tool a review policy names must be a tool of this agent (or of a subagent
         spec that inherits the policy): a misspelt name would leave the real tool
         unreviewed."""
-        known = {t.name for t in tools} | inherited_tool_names(self.subagents)
+        delegated = [s for s in self.subagents if not isinstance(s, AsyncSubagentSpec)]
+        known = {t.name for t in tools} | inherited_tool_names(delegated)
         problems: list[str] = []
         for mw in middleware:
             if isinstance(mw, HumanInTheLoop):
@@ -374,4 +384,4 @@ def _agent_input(value: Any) -> Any:
     return value
 
 
-__all__ = ["Agent", "ToolLike"]
+__all__ = ["Agent", "AnySubagent", "ToolLike"]

@@ -17,6 +17,7 @@ from django.db import connections, transaction
 from django.db.utils import InterfaceError, OperationalError
 from django.utils import timezone
 
+from beamweaver_core.agent.async_subagents import use_async_task_client
 from beamweaver_core.agent.ledger import use_ledger
 from beamweaver_core.checkpoint.postgres import PostgresCheckpointer
 from beamweaver_core.exceptions import BeamWeaverError, StaleWriterError
@@ -24,6 +25,7 @@ from beamweaver_core.graph.compiled import CompiledGraph
 from beamweaver_core.models import Run, Thread
 from beamweaver_core.redaction import redact_text
 from beamweaver_core.runtime import registry
+from beamweaver_core.runtime.async_tasks import DurableAsyncTasks
 from beamweaver_core.runtime.events import RunRecorder, to_display
 from beamweaver_core.runtime.groups import thread_group
 from beamweaver_core.runtime.publish import group_send
@@ -57,7 +59,10 @@ def execute(claim: Claim, *, using: str = "default") -> str:
     result: RunResult | None = None
     try:
         graph = registry.compiled_graph(claim.graph, checkpointer)
-        with use_ledger(PostgresToolLedger(claim, using)):
+        with (
+            use_ledger(PostgresToolLedger(claim, using)),
+            use_async_task_client(DurableAsyncTasks(claim)),
+        ):
             result = _advance(graph, claim, config, recorder)
     except StaleWriterError:
         logger.warning("Run %s lost its lease or was cancelled; another owner continues it", run_id)
