@@ -30,7 +30,7 @@ from beamweaver_core.agent.hitl import HumanInTheLoop, PolicyValue
 from beamweaver_core.agent.middleware import Middleware
 from beamweaver_core.agent.state import MESSAGES, as_messages
 from beamweaver_core.agent.subagents import CompiledSubagent, SubagentSpec, task_tool
-from beamweaver_core.agent.tools import Tool, as_tool
+from beamweaver_core.agent.tools import Tool, Toolset, expand_tools
 from beamweaver_core.graph import CompiledGraph, Envelope, StateSnapshot
 from beamweaver_core.llm.base import ChatModel
 from beamweaver_core.types import Command, RunResult
@@ -38,7 +38,7 @@ from beamweaver_core.types import Command, RunResult
 if TYPE_CHECKING:
     from beamweaver_core.checkpoint.base import Checkpointer
 
-ToolLike = Tool | type[Tool] | Callable[..., Any]
+ToolLike = Tool | type[Tool] | Callable[..., Any] | Toolset
 Config = dict[str, Any]
 _R = TypeVar("_R")
 _UNSET: Any = object()
@@ -80,10 +80,12 @@ class Agent:
     """An agent: a chat model calling tools in a loop, with middleware around it.
 
     Options (class attributes of module-style agents, or `build` arguments): `model`,
-    `tools` (tools, `Tool` subclasses or typed functions), `interrupt_on` (shorthand for a
-    `HumanInTheLoop` middleware appended last), `middleware`, `system_prompt`, `subagents`
-    (reached through a `task` tool), `interrupt_before` / `interrupt_after` (static
-    breakpoints on node names such as `"model"` and `"tools"`), `checkpointer` and `name`.
+    `tools` (tools, `Tool` subclasses, typed functions, LangChain tools, and toolsets: MCP
+    servers and LangChain toolkits, expanded when the agent is built), `interrupt_on`
+    (shorthand for a `HumanInTheLoop` middleware appended last), `middleware`,
+    `system_prompt`, `subagents` (reached through a `task` tool), `interrupt_before` /
+    `interrupt_after` (static breakpoints on node names such as `"model"` and `"tools"`),
+    `checkpointer` and `name`.
     """
 
     model: ChatModel | None = None
@@ -170,7 +172,7 @@ class Agent:
                 f"Agent {self._graph_name()!r} has no chat model: pass model= to Agent.build "
                 "or set the `model` class attribute (e.g. init_chat_model('openai:gpt-4o'))."
             )
-        tools = [as_tool(t) for t in self.tools]
+        tools = expand_tools(self.tools)
         if self.subagents:
             tools.append(
                 task_tool(self.subagents, model=self.model, interrupt_on=self.interrupt_on)
