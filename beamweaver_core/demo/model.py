@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from beamweaver_core.agent.messages import Message
 from beamweaver_core.demo.planner import plan_reply
 from beamweaver_core.llm import ScriptedChatModel, init_chat_model
-from beamweaver_core.llm.base import ChatModel, ToolSpec
+from beamweaver_core.llm.base import ChatModel, StreamItem, ToolSpec
 
 OPENAI_DEFAULT = "openai:gpt-4o-mini"
 ANTHROPIC_DEFAULT = "anthropic:claude-haiku-4-5"
@@ -69,13 +69,13 @@ class DemoChatModel(ChatModel):
 
     def stream(
         self, messages: Sequence[Message], *, tools: Sequence[ToolSpec] = ()
-    ) -> Iterator[str | Message]:
+    ) -> Iterator[StreamItem]:
         """Delegate to `backend()`."""
         return self.backend().stream(messages, tools=tools)
 
     async def astream(
         self, messages: Sequence[Message], *, tools: Sequence[ToolSpec] = ()
-    ) -> AsyncIterator[str | Message]:
+    ) -> AsyncIterator[StreamItem]:
         """Delegate to `backend()`."""
         async for item in self.backend().astream(messages, tools=tools):
             yield item

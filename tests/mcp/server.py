@@ -28,7 +28,12 @@ def record(tool: str, args: dict[str, object], ctx: Context) -> None:
     path = os.environ.get("MCP_TEST_CALLS")
     meta = ctx.request_context.meta or {}
     if path:
-        line = {"tool": tool, "args": args, "key": meta.get(IDEMPOTENCY_META_KEY), "pid": os.getpid()}
+        line = {
+            "tool": tool,
+            "args": args,
+            "key": meta.get(IDEMPOTENCY_META_KEY),
+            "pid": os.getpid(),
+        }
         with open(path, "a") as out:
             out.write(json.dumps(line) + "\n")
 
