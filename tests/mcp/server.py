@@ -17,6 +17,7 @@ import time
 from typing import Annotated, Literal
 
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
 IDEMPOTENCY_META_KEY = "beamweaver/idempotency-key"
@@ -71,7 +72,7 @@ def transfer(amount: float, to_account: str, ctx: Context) -> str:
 def refuse(reason: str, ctx: Context) -> str:
     """Always fails (a tool-level error result)."""
     record("refuse", {"reason": reason}, ctx)
-    raise ValueError(f"refused: {reason}")
+    raise ToolError(f"refused: {reason}")
 
 
 @server.tool()
@@ -93,6 +94,12 @@ async def slow(seconds: float, ctx: Context) -> str:
 def pid(ctx: Context) -> int:
     """The server's process id."""
     return os.getpid()
+
+
+@server.tool()
+def whoami(ctx: Context) -> str:
+    """The Authorization header of the request (HTTP only)."""
+    return (ctx.headers or {}).get("authorization", "(none)")
 
 
 if __name__ == "__main__":
