@@ -153,6 +153,12 @@ class MCPSession:
 
     # -- from any thread ----------------------------------------------------------------
 
+    @property
+    def connected(self) -> bool:
+        """Whether a session is open (it may still turn out broken at the next call)."""
+        holder = self._holder
+        return self._client is not None and holder is not None and not holder.done()
+
     def connect(self) -> None:
         """Open the session now (a worker starts its servers before the first run)."""
         self._submit(self._session(), self.connect_timeout)

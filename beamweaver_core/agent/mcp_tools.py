@@ -18,7 +18,7 @@ import json
 import logging
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
 
 from beamweaver_core.agent.mcp_session import (
@@ -81,27 +81,7 @@ class MCPToolset:
 
     def get_tools(self) -> list[Tool]:
         """List the server's tools (connecting if needed) as agent tools."""
-        try:
-            listed = self.session.list_tools()
-        except MCPServerError as exc:
-            raise MCPServerError(
-                f"Cannot build the tools of MCP server {self.label!r}: {exc}"
-            ) from exc
-        tools: list[Tool] = [
-            MCPTool(self, remote)
-            for remote in listed
-            if self.include is None or remote.name in self.include
-        ]
-        if self.include is not None:
-            missing = sorted(
-                self.include - {t.remote_name for t in tools if isinstance(t, MCPTool)}
-            )
-            if missing:
-                raise ValueError(
-                    f"MCP server {self.label!r} offers no tool named {missing}; it offers "
-                    f"{sorted(r.name for r in listed)}. Fix include=."
-                )
-        return tools
+        return server_tools(self)
 
     def connect(self) -> None:
         """Open the session now instead of at the first use."""
@@ -110,6 +90,45 @@ class MCPToolset:
     def close(self) -> None:
         """Close the session (stops a stdio server); the next use opens it again."""
         self.session.close()
+
+
+class MCPServerLike(Protocol):
+    """What an `MCPTool` reads of its server at each call: an `MCPToolset`, or a server
+    declared in settings (`runtime.mcp_servers`), which names the process's toolset."""
+
+    @property
+    def label(self) -> str: ...
+
+    @property
+    def prefix(self) -> str: ...
+
+    @property
+    def include(self) -> frozenset[str] | None: ...
+
+    @property
+    def at_most_once(self) -> bool: ...
+
+    @property
+    def session(self) -> MCPSession: ...
+
+
+def server_tools(server: MCPServerLike) -> list[Tool]:
+    """The tools `server` offers, as agent tools (connecting if needed)."""
+    try:
+        listed = server.session.list_tools()
+    except MCPServerError as exc:
+        raise MCPServerError(
+            f"Cannot build the tools of MCP server {server.label!r}: {exc}"
+        ) from exc
+    include = server.include
+    if include is not None:
+        missing = sorted(include - {r.name for r in listed})
+        if missing:
+            raise ValueError(
+                f"MCP server {server.label!r} offers no tool named {missing}; it offers "
+                f"{sorted(r.name for r in listed)}. Fix include=."
+            )
+    return [MCPTool(server, r) for r in listed if include is None or r.name in include]
 
 
 class MCPServerStdio(MCPToolset):
@@ -178,7 +197,7 @@ class MCPServerHTTP(MCPToolset):
 class MCPTool(Tool):
     """One tool of an MCP server."""
 
-    def __init__(self, server: MCPToolset, remote: mcp_types.Tool) -> None:
+    def __init__(self, server: MCPServerLike, remote: mcp_types.Tool) -> None:
         self.server = server
         self.remote_name = remote.name
         self.name = server.prefix + remote.name
@@ -269,8 +288,10 @@ __all__ = [
     "IDEMPOTENCY_META_KEY",
     "MAX_RESULT_CHARS",
     "MCPServerHTTP",
+    "MCPServerLike",
     "MCPServerStdio",
     "MCPTool",
     "MCPToolset",
+    "server_tools",
     "tool_message",
 ]

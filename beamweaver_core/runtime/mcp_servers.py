@@ -27,6 +27,7 @@ from django.conf import settings
 from beamweaver_core.exceptions import BeamWeaverError
 
 if TYPE_CHECKING:
+    from beamweaver_core.agent.mcp_session import MCPSession
     from beamweaver_core.agent.mcp_tools import MCPToolset
     from beamweaver_core.agent.tools import Tool
 
@@ -58,7 +59,8 @@ def mcp_server(name: str) -> DeclaredMCPServer:
 
 
 class DeclaredMCPServer:
-    """A toolset naming a server of `BEAMWEAVER["MCP_SERVERS"]`."""
+    """A toolset naming a server of `BEAMWEAVER["MCP_SERVERS"]`. Its tools look the
+    process's toolset of that name up at each call, so they use the one shared session."""
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -67,7 +69,29 @@ class DeclaredMCPServer:
         return f"mcp_server({self.name!r})"
 
     def get_tools(self) -> list[Tool]:
-        return toolset(self.name).get_tools()
+        from beamweaver_core.agent.mcp_tools import server_tools
+
+        return server_tools(self)
+
+    @property
+    def label(self) -> str:
+        return self.name
+
+    @property
+    def prefix(self) -> str:
+        return toolset(self.name).prefix
+
+    @property
+    def include(self) -> frozenset[str] | None:
+        return toolset(self.name).include
+
+    @property
+    def at_most_once(self) -> bool:
+        return toolset(self.name).at_most_once
+
+    @property
+    def session(self) -> MCPSession:
+        return toolset(self.name).session
 
 
 def toolset(name: str) -> MCPToolset:

@@ -38,7 +38,9 @@ def tool_results(result: Any) -> list[Message]:
     return [m for m in result.state["messages"] if m.role == "tool"]
 
 
-def test_the_tools_of_both_transports_become_agent_tools(call_log: CallLog, http_server: Any) -> None:
+def test_the_tools_of_both_transports_become_agent_tools(
+    call_log: CallLog, http_server: Any
+) -> None:
     _, url = http_server()
     stdio = stdio_server(call_log, prefix="local_")
     http = http_toolset(url, prefix="remote_", include=["send_email", "add"])
@@ -104,13 +106,17 @@ def test_an_approved_call_runs_once_with_the_ledger_key_in_its_meta(
     ]
     assert ledger.attempts == {key: 1}
     assert tool_results(done) == [
-        Message.tool('{"result": "sent to ops@example.com: Outage"}', tool_call_id="c1", name="send_email")
+        Message.tool(
+            '{"result": "sent to ops@example.com: Outage"}', tool_call_id="c1", name="send_email"
+        )
     ]
 
 
 def test_an_edited_call_runs_with_the_reviewers_arguments(call_log: CallLog) -> None:
     agent = agent_for(
-        stdio_server(call_log), ToolCall("c1", "send_email", EMAIL), interrupt_on={"send_email": True}
+        stdio_server(call_log),
+        ToolCall("c1", "send_email", EMAIL),
+        interrupt_on={"send_email": True},
     )
     agent.invoke({"messages": [Message.user("email ops")]}, config("edit"))
     edited = {**EMAIL, "to": "admin@example.com", "priority": "high"}
@@ -126,7 +132,9 @@ def test_an_edited_call_runs_with_the_reviewers_arguments(call_log: CallLog) -> 
 
 def test_a_rejected_call_is_never_sent(call_log: CallLog) -> None:
     agent = agent_for(
-        stdio_server(call_log), ToolCall("c1", "send_email", EMAIL), interrupt_on={"send_email": True}
+        stdio_server(call_log),
+        ToolCall("c1", "send_email", EMAIL),
+        interrupt_on={"send_email": True},
     )
     agent.invoke({"messages": [Message.user("email ops")]}, config("reject"))
 
@@ -142,7 +150,9 @@ def test_an_edit_that_breaks_the_servers_input_schema_is_refused_before_any_call
     call_log: CallLog,
 ) -> None:
     agent = agent_for(
-        stdio_server(call_log), ToolCall("c1", "send_email", EMAIL), interrupt_on={"send_email": True}
+        stdio_server(call_log),
+        ToolCall("c1", "send_email", EMAIL),
+        interrupt_on={"send_email": True},
     )
     agent.invoke({"messages": [Message.user("email ops")]}, config("bad-edit"))
     bad = {"to": "x" * 201, "subject": "Outage", "body": "b", "priority": "urgent"}
@@ -221,7 +231,7 @@ def test_a_server_that_does_not_answer_in_time_is_a_tool_error_within_the_timeou
 def test_an_unreachable_server_fails_the_build_with_a_clear_error(call_log: CallLog) -> None:
     server = http_toolset(f"http://127.0.0.1:{free_port()}/mcp", connect_timeout=10)
 
-    with pytest.raises(MCPServerError, match="Cannot build the tools of MCP server '127.0.0.1"):
+    with pytest.raises(MCPServerError, match=r"Cannot build the tools of MCP server '127\.0\.0\.1"):
         Agent.build(model=ScriptedChatModel([]), tools=[server])
 
 
