@@ -115,12 +115,11 @@ _SESSIONS: weakref.WeakSet[MCPSession] = weakref.WeakSet()
 class MCPSession:
     """A client session with one MCP server, shared by every thread of the process.
 
-    The session opens on first use (or `connect()`), within `connect_timeout` seconds
+    The session opens on first use (or `connect()`) within `connect_timeout` seconds
     (starting a stdio server can take a while), and every call is bounded by `timeout`
-    seconds. Calls raise `MCPConnectionError` (unreachable,
-    or the server exited or dropped the connection), `MCPTimeoutError` or
-    `MCPServerError` (a protocol-level error answer); after the first two the session is
-    closed and the next call opens a new one.
+    seconds. Calls raise `MCPConnectionError` (unreachable, or the server exited or dropped
+    the connection), `MCPTimeoutError`, or `MCPServerError` (an error answer of the
+    protocol); after the first two the session is closed and the next call opens a new one.
     """
 
     def __init__(
@@ -213,6 +212,9 @@ class MCPSession:
             try:
                 client = await asyncio.wait_for(asyncio.shield(ready), self.connect_timeout)
             except TimeoutError:
+                # Abandon the attempt quietly: nobody waits for `ready` any more.
+                closing.set()
+                ready.cancel()
                 holder.cancel()
                 raise MCPTimeoutError(
                     f"MCP server {self.label!r} ({self.target.describe()}) did not finish "
@@ -236,13 +238,9 @@ class MCPSession:
                 await closing.wait()
         except BaseException as exc:  # the transport's task group raises groups
             if not ready.done():
-                ready.set_exception(
-                    exc
-                    if isinstance(exc, Exception)
-                    else MCPConnectionError(
-                        f"Connecting to MCP server {self.label!r} was cancelled."
-                    )
-                )
+                # Only a task cancelled from outside ends without an Exception here.
+                failure = exc if isinstance(exc, Exception) else MCPConnectionError("cancelled")
+                ready.set_exception(failure)
             elif not closing.is_set():
                 logger.warning("The session with MCP server %s ended: %s", self.label, _reason(exc))
         finally:

@@ -69,6 +69,7 @@ class DeclaredMCPServer:
         return f"mcp_server({self.name!r})"
 
     def get_tools(self) -> list[Tool]:
+        # The `mcp` extra is optional: imported only when a declared server is used.
         from beamweaver_core.agent.mcp_tools import server_tools
 
         return server_tools(self)

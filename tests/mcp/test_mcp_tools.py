@@ -7,7 +7,10 @@ in the middle of a call, or does not answer in time.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,6 +25,7 @@ from beamweaver_core.graph import Completed, Interrupted
 from beamweaver_core.llm import ScriptedChatModel
 from tests.mcp.conftest import CallLog, free_port, http_toolset, stdio_server
 
+ROOT = Path(__file__).resolve().parents[2]
 EMAIL = {"to": "ops@example.com", "subject": "Outage", "body": "The export failed."}
 
 
@@ -242,3 +246,24 @@ def test_http_headers_travel_with_every_request(http_server: Any) -> None:
     result = server.session.call_tool("whoami", {})
 
     assert result.structured_content == {"result": "Bearer s3cret-token"}
+
+
+def test_the_agent_layer_imports_the_optional_sdks_only_when_used_and_never_django() -> None:
+    code = (
+        "import sys\n"
+        "from beamweaver_core.agent import Agent, tool\n"
+        "from beamweaver_core.llm import ScriptedChatModel\n"
+        "@tool\n"
+        "def ping() -> str:\n"
+        "    '''Ping.'''\n"
+        "    return 'pong'\n"
+        "Agent.build(model=ScriptedChatModel([]), tools=[ping])\n"
+        "assert 'mcp' not in sys.modules and 'langchain_core' not in sys.modules\n"
+        "from beamweaver_core.agent import LangChainTool, MCPServerHTTP, MCPServerStdio\n"
+        "assert 'mcp' in sys.modules and 'langchain_core' in sys.modules\n"
+        "assert not [m for m in sys.modules if m.split('.')[0] == 'django'], 'django imported'\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stderr
