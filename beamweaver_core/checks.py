@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import importlib.util
 from typing import Any
 
 from django.conf import settings
 from django.core import checks
+
+from beamweaver_core.runtime.mcp_servers import config_problems
 
 
 @checks.register(checks.Tags.security, deploy=True)
@@ -75,4 +78,28 @@ def check_graph_registry(app_configs: Any, **kwargs: Any) -> list[checks.CheckMe
                     id="beamweaver.E011",
                 )
             )
+    return errors
+
+
+@checks.register()
+def check_mcp_servers(app_configs: Any, **kwargs: Any) -> list[checks.CheckMessage]:
+    """`BEAMWEAVER["MCP_SERVERS"]` is well formed, and the `mcp` SDK is there to use it."""
+    servers = getattr(settings, "BEAMWEAVER", {}).get("MCP_SERVERS", {})
+    errors = [
+        checks.Error(
+            problem,
+            hint="See the MCP section of docs/tools-and-models.md for the options.",
+            id="beamweaver.E030",
+        )
+        for problem in config_problems(servers)
+    ]
+    if servers and importlib.util.find_spec("mcp") is None:
+        errors.append(
+            checks.Error(
+                "BEAMWEAVER['MCP_SERVERS'] declares MCP servers, but the `mcp` SDK is not "
+                "installed.",
+                hint="pip install 'beamweaver[mcp]'",
+                id="beamweaver.E031",
+            )
+        )
     return errors

@@ -196,6 +196,18 @@ class MalformedModelResponseError(ModelProviderError):
     """The provider answered with something that is not a valid chat response."""
 
 
+class MCPServerError(BeamWeaverError, RuntimeError):
+    """An MCP server could not be used: unreachable, failed, or answered with an error."""
+
+
+class MCPConnectionError(MCPServerError):
+    """The MCP server could not be reached, or its connection was lost (it exited)."""
+
+
+class MCPTimeoutError(MCPServerError):
+    """The MCP server did not answer within its timeout."""
+
+
 __all__ = [
     "AmbiguousResumeError",
     "AsyncTaskClientRequiredError",
@@ -208,6 +220,9 @@ __all__ = [
     "GraphRecursionError",
     "InvalidDecisionError",
     "InvalidUpdateError",
+    "MCPConnectionError",
+    "MCPServerError",
+    "MCPTimeoutError",
     "MalformedModelResponseError",
     "MissingResumeValueError",
     "ModelAuthenticationError",

@@ -303,6 +303,10 @@ BEAMWEAVER: dict[str, Any] = {
     # name -> "module.path:attribute" (a CompiledGraph, an Agent, an Agent subclass, or a
     # zero-argument factory returning one of those).
     "GRAPHS": _graphs(),
+    # name -> {"command", "args", "env", "cwd"} (stdio) or {"url", "headers"} (streamable
+    # HTTP), with "prefix", "include", "timeout", "connect_timeout", "at_most_once": MCP
+    # servers that registered agents use as mcp_server(name) (runtime/mcp_servers.py).
+    "MCP_SERVERS": _env_json("BEAMWEAVER_MCP_SERVERS", {}),
     # "inline": a worker runs inside the web process; "external": only `manage.py
     # beamweaver_worker` processes run graphs. "auto": inline unless REDIS_URL is set.
     "WORKER_MODE": os.environ.get("BEAMWEAVER_WORKER_MODE", "auto"),

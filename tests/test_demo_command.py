@@ -98,8 +98,11 @@ def test_demo_serves_the_inbox_and_its_requests_wait_for_review(tmp_path: Path) 
     with demo(env, log) as url:
         status, page = get(url)
         assert status == 200 and "password" in page.lower()
-        deadline = time.monotonic() + 60
-        while Run.objects.filter(graph="ops_assistant", status="interrupted").count() < 3:
+        deadline = time.monotonic() + 120
+        while (
+            Run.objects.filter(graph="ops_assistant", status="interrupted").count() < 3
+            or not Run.objects.filter(graph="it_assistant", status="interrupted").exists()
+        ):
             assert time.monotonic() < deadline, (
                 list(Run.objects.values_list("graph", "status", "error")),
                 log.read_text(),
@@ -108,6 +111,21 @@ def test_demo_serves_the_inbox_and_its_requests_wait_for_review(tmp_path: Path) 
 
     output = log.read_text()
     assert "Queued 3 demo requests" in output
+    assert "Queued a request to it_assistant (MCP and LangChain tools)." in output
+    # The second agent's calls, from a stdio MCP server, an HTTP MCP server and a LangChain
+    # tool, all wait for review in one pause, as its interrupt_on says.
+    (paused,) = Run.objects.filter(graph="it_assistant", status="interrupted")
+    (pending,) = paused.result["interrupts"]
+    assert [a["name"] for a in pending["value"]["action_requests"]] == [
+        "files_delete_file",
+        "tickets_close_ticket",
+        "restart_service",
+    ]
+    assert [c["allowed_decisions"] for c in pending["value"]["review_configs"]] == [
+        ["approve", "edit", "reject", "respond"],
+        ["approve", "edit", "reject"],
+        ["approve", "reject"],
+    ]
     assert re.search(r"Password:\s+\S{8,}", output)
     assert not Run.objects.filter(status="failed").exists()
 
@@ -170,12 +188,16 @@ class Browser:
         return re.findall(r'<li id="item-row-(\d+)"', self.get("/"))
 
     def approve(self, item: str) -> tuple[int, str]:
+        """Approve every action of the item."""
         page = self.get(f"/items/{item}/")
         hidden = dict(
             re.findall(r'type="hidden" name="(\w+)"(?: id="[^"]*")? value="([^"]*)"', page)
         )
         data = {name: html.unescape(hidden[name]) for name in ("interrupt_id", "digest")}
-        data.update(client_decision_id=hidden["client_decision_id"], **{"d0-type": "approve"})
+        data.update(client_decision_id=hidden["client_decision_id"])
+        data.update(
+            {f"{field}-type": "approve" for field in set(re.findall(r'name="(d\d+)-type"', page))}
+        )
         status, _, answer = self.post(f"/items/{item}/decide/", page, data)
         return status, answer
 
@@ -186,6 +208,13 @@ def until(condition: Callable[[], Any], what: str, timeout: float = 60) -> Any:
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
         time.sleep(0.3)
     return value
+
+
+def completed_page(browser: Browser, path: str) -> str:
+    """The page at `path` once it shows its run completed."""
+    return str(
+        until(lambda: 'data-status="completed"' in (page := browser.get(path)) and page, path)
+    )
 
 
 def test_a_newcomer_logs_in_with_the_printed_credentials_and_completes_review_loops(
@@ -202,16 +231,19 @@ def test_a_newcomer_logs_in_with_the_printed_credentials_and_completes_review_lo
             reviewer = Browser(url)
             reviewer.log_in("reviewer", first.group(1))
 
-            # The seeded requests wait for review; the reviewer approves one.
-            seeded = until(lambda: len(reviewer.pending()) == 3 and reviewer.pending(), "seeds")
-            assert "<title>(3) Inbox · BeamWeaver</title>" in reviewer.get("/")
-            thread = re.search(
-                r'href="(/threads/[0-9a-f]+/)"', reviewer.get(f"/items/{seeded[0]}/")
-            )
-            assert thread and reviewer.approve(seeded[0])[0] == 200
-            until(
-                lambda: 'data-status="completed"' in reviewer.get(thread.group(1)), "a completion"
-            )
+            # The seeded requests wait for review; the reviewer approves two: one of the
+            # operations assistant and the IT assistant's (MCP and LangChain tools).
+            seeded = until(lambda: len(reviewer.pending()) == 4 and reviewer.pending(), "seeds")
+            assert "<title>(4) Inbox · BeamWeaver</title>" in reviewer.get("/")
+            pages = {item: reviewer.get(f"/items/{item}/") for item in seeded}
+            it_item = next(i for i, page in pages.items() if "files_delete_file" in page)
+            ops_item = next(i for i in seeded if i != it_item)
+            for item in (ops_item, it_item):
+                found = re.search(r'href="(/threads/[0-9a-f]+/)"', pages[item])
+                assert found and reviewer.approve(item)[0] == 200
+                done = completed_page(reviewer, found.group(1))
+            assert "files_delete_file: Deleted /logs/debug-old.log." in html.unescape(done)
+            assert "restart_service: Restarted web" in done
 
             # A run the reviewer starts pauses in the inbox; they may not approve it, the
             # second reviewer does, and the run completes.

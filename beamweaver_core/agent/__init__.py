@@ -1,5 +1,8 @@
 """The agent layer (api.md §2): agents, tools, middleware, human review, subagents.
 
+`MCPServerStdio` / `MCPServerHTTP` (the `mcp` extra) and `LangChainTool` (the `langchain`
+extra) import their optional SDK only when first used.
+
 Names are loaded on first use: `beamweaver_core.llm` imports `agent.messages`, and the
 agent modules import `llm`, so importing every agent module here would make the import
 order of the two packages matter.
@@ -14,6 +17,8 @@ if TYPE_CHECKING:
     from beamweaver_core.agent.agent import Agent
     from beamweaver_core.agent.async_subagents import AsyncSubagentSpec, AsyncTask, AsyncTaskClient
     from beamweaver_core.agent.hitl import HumanInTheLoop
+    from beamweaver_core.agent.langchain_tools import LangChainTool
+    from beamweaver_core.agent.mcp_tools import MCPServerHTTP, MCPServerStdio
     from beamweaver_core.agent.messages import Message, ToolCall
     from beamweaver_core.agent.middleware import Middleware, ModelRequest, ToolRequest
     from beamweaver_core.agent.review import HITL, ActionRequest, ReviewConfig, ReviewRequest
@@ -27,6 +32,9 @@ _EXPORTS = {
     "AsyncTask": "beamweaver_core.agent.async_subagents",
     "AsyncTaskClient": "beamweaver_core.agent.async_subagents",
     "HumanInTheLoop": "beamweaver_core.agent.hitl",
+    "LangChainTool": "beamweaver_core.agent.langchain_tools",
+    "MCPServerHTTP": "beamweaver_core.agent.mcp_tools",
+    "MCPServerStdio": "beamweaver_core.agent.mcp_tools",
     "Message": "beamweaver_core.agent.messages",
     "ToolCall": "beamweaver_core.agent.messages",
     "Middleware": "beamweaver_core.agent.middleware",
@@ -68,6 +76,9 @@ __all__ = [
     "CompiledSubagent",
     "Envelope",
     "HumanInTheLoop",
+    "LangChainTool",
+    "MCPServerHTTP",
+    "MCPServerStdio",
     "Message",
     "Middleware",
     "ModelRequest",

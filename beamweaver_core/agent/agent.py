@@ -37,7 +37,7 @@ from beamweaver_core.agent.subagents import (
     inherited_tool_names,
     task_tool,
 )
-from beamweaver_core.agent.tools import Tool, as_tool
+from beamweaver_core.agent.tools import Tool, Toolset, expand_tools
 from beamweaver_core.exceptions import CheckpointerRequiredError, GraphDefinitionError
 from beamweaver_core.graph import CompiledGraph, Envelope, StateSnapshot
 from beamweaver_core.llm.base import ChatModel
@@ -46,7 +46,7 @@ from beamweaver_core.types import Command, RunResult
 if TYPE_CHECKING:
     from beamweaver_core.checkpoint.base import Checkpointer
 
-ToolLike = Tool | type[Tool] | Callable[..., Any]
+ToolLike = Tool | type[Tool] | Callable[..., Any] | Toolset
 AnySubagent = SubagentSpec | CompiledSubagent | AsyncSubagentSpec
 Config = dict[str, Any]
 _R = TypeVar("_R")
@@ -89,12 +89,14 @@ class Agent:
     """An agent: a chat model calling tools in a loop, with middleware around it.
 
     Options (class attributes of module-style agents, or `build` arguments): `model`,
-    `tools` (tools, `Tool` subclasses or typed functions), `interrupt_on` (shorthand for a
-    `HumanInTheLoop` middleware appended last), `middleware`, `system_prompt`, `subagents`
-    (reached through a `task` tool; `AsyncSubagentSpec`s through the async task tools
-    `start_async_task`, `check_async_task`, `update_async_task`, `cancel_async_task` and
-    `list_async_tasks`), `interrupt_before` / `interrupt_after` (static
-    breakpoints on node names such as `"model"` and `"tools"`), `checkpointer` and `name`.
+    `tools` (tools, `Tool` subclasses, typed functions, LangChain tools, and toolsets: MCP
+    servers and LangChain toolkits, expanded when the agent is built), `interrupt_on`
+    (shorthand for a `HumanInTheLoop` middleware appended last), `middleware`,
+    `system_prompt`, `subagents` (reached through a `task` tool; `AsyncSubagentSpec`s
+    through the async task tools `start_async_task`, `check_async_task`,
+    `update_async_task`, `cancel_async_task` and `list_async_tasks`), `interrupt_before` /
+    `interrupt_after` (static breakpoints on node names such as `"model"` and `"tools"`),
+    `checkpointer` and `name`.
     """
 
     model: ChatModel | None = None
@@ -181,7 +183,7 @@ class Agent:
                 f"Agent {self._graph_name()!r} has no chat model: pass model= to Agent.build "
                 "or set the `model` class attribute (e.g. init_chat_model('openai:gpt-4o'))."
             )
-        tools = [as_tool(t) for t in self.tools]
+        tools = expand_tools(self.tools)
         middleware = list(self.middleware)
         reviews = [mw for mw in middleware if isinstance(mw, HumanInTheLoop)]
         delegated = [s for s in self.subagents if not isinstance(s, AsyncSubagentSpec)]

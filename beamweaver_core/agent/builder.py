@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -38,7 +39,7 @@ from beamweaver_core.agent.state import (
 )
 from beamweaver_core.agent.tools import Tool, ToolRuntime
 from beamweaver_core.graph import END, START, CompiledGraph, Graph, Runtime, Send
-from beamweaver_core.llm.base import ChatModel
+from beamweaver_core.llm.base import ChatModel, ToolCallChunk
 
 MODEL_NODE = "model"
 TOOLS_NODE = "tools"
@@ -185,16 +186,26 @@ def _model_node(
 
 
 def call_model(request: ModelRequest) -> Message:
-    """Call the model; stream its tokens as `model.delta` events when someone listens."""
+    """Call the model; when someone listens, stream its reply as `model.delta` events.
+
+    Each event's data is `{"message_id", "delta": text}` for a text delta or
+    `{"message_id", "tool_call_chunk": {"index", "id", "name", "args"}}` for a piece of a
+    tool call (`docs/tools-and-models.md`); `message_id` is the same for every delta of
+    one model call and differs between calls (a re-run after a crash streams anew)."""
     messages = list(request.messages)
     if request.system_prompt:
         messages.insert(0, Message.system(request.system_prompt))
-    if request.runtime.sink is None:
+    runtime = request.runtime
+    if runtime.sink is None:
         return request.model.invoke(messages, tools=request.tools)
+    message_id = f"run-{uuid.uuid4().hex}"
     reply: Message | None = None
     for item in request.model.stream(messages, tools=request.tools):
         if isinstance(item, str):
-            request.runtime.emit("model.delta", {"delta": item})
+            runtime.emit("model.delta", {"message_id": message_id, "delta": item})
+        elif isinstance(item, ToolCallChunk):
+            chunk = {"index": item.index, "id": item.id, "name": item.name, "args": item.args}
+            runtime.emit("model.delta", {"message_id": message_id, "tool_call_chunk": chunk})
         else:
             reply = item
     if reply is None:

@@ -10,16 +10,19 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 
 from beamweaver_core.agent.messages import Message
 from beamweaver_core.demo.planner import plan_reply
 from beamweaver_core.llm import ScriptedChatModel, init_chat_model
-from beamweaver_core.llm.base import ChatModel, ToolSpec
+from beamweaver_core.llm.base import ChatModel, StreamItem, ToolSpec
 
 OPENAI_DEFAULT = "openai:gpt-4o-mini"
 ANTHROPIC_DEFAULT = "anthropic:claude-haiku-4-5"
 OFFLINE = "scripted"
+STREAM_DELAY = 0.02
+"""Seconds between the offline model's streamed chunks, so the thread page shows tokens
+arriving."""
 
 
 def demo_model_spec(environ: Mapping[str, str] = os.environ) -> str:
@@ -35,12 +38,14 @@ def demo_model_spec(environ: Mapping[str, str] = os.environ) -> str:
 
 
 class DemoChatModel(ChatModel):
-    """Delegates each call to the backend `demo_model_spec()` names."""
+    """Delegates each call to the backend `demo_model_spec()` names; offline, to a
+    scripted model replying with `planner` (default: the operations assistant's rules)."""
 
     provider = "demo"
     model_name = "ops-assistant"
 
-    def __init__(self) -> None:
+    def __init__(self, planner: Callable[[Sequence[Message]], Message] = plan_reply) -> None:
+        self.planner = planner
         self._providers: dict[str, ChatModel] = {}
         self._lock = threading.Lock()
 
@@ -50,7 +55,9 @@ class DemoChatModel(ChatModel):
         if spec.partition(":")[0] == OFFLINE:
             # A new one-entry script per call: the rules see the whole conversation, and
             # no call history piles up in a long-running server.
-            return ScriptedChatModel([plan_reply], model_name="ops-rules")
+            return ScriptedChatModel(
+                [self.planner], model_name="demo-rules", chunk_delay=STREAM_DELAY
+            )
         with self._lock:
             model = self._providers.get(spec)
             if model is None:
@@ -69,13 +76,13 @@ class DemoChatModel(ChatModel):
 
     def stream(
         self, messages: Sequence[Message], *, tools: Sequence[ToolSpec] = ()
-    ) -> Iterator[str | Message]:
+    ) -> Iterator[StreamItem]:
         """Delegate to `backend()`."""
         return self.backend().stream(messages, tools=tools)
 
     async def astream(
         self, messages: Sequence[Message], *, tools: Sequence[ToolSpec] = ()
-    ) -> AsyncIterator[str | Message]:
+    ) -> AsyncIterator[StreamItem]:
         """Delegate to `backend()`."""
         async for item in self.backend().astream(messages, tools=tools):
             yield item

@@ -7,7 +7,7 @@ Importing this package does not import the optional provider SDKs (`openai`,
 from __future__ import annotations
 
 from beamweaver_core.llm.anthropic import AnthropicChatModel
-from beamweaver_core.llm.base import ChatModel, ToolSpec
+from beamweaver_core.llm.base import ChatModel, StreamItem, ToolCallChunk, ToolSpec
 from beamweaver_core.llm.factory import init_chat_model
 from beamweaver_core.llm.openai import OpenAIChatModel
 from beamweaver_core.llm.scripted import ScriptedChatModel
@@ -17,6 +17,8 @@ __all__ = [
     "ChatModel",
     "OpenAIChatModel",
     "ScriptedChatModel",
+    "StreamItem",
+    "ToolCallChunk",
     "ToolSpec",
     "init_chat_model",
 ]

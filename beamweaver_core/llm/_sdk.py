@@ -25,7 +25,7 @@ from beamweaver_core.exceptions import (
     ModelProviderError,
     ModelRateLimitError,
 )
-from beamweaver_core.llm.base import ChatModel, ToolSpec
+from beamweaver_core.llm.base import ChatModel, StreamItem, ToolCallChunk, ToolSpec
 
 logger = logging.getLogger("beamweaver_core.llm")
 
@@ -91,10 +91,11 @@ def _clip(text: str, limit: int = 200) -> str:
 
 
 class StreamedReply(Protocol):
-    """Accumulates one streamed response: `add` takes an event and returns its text delta
-    (or ""), `message` returns the complete assistant message at the end."""
+    """Accumulates one streamed response: `add` takes an event and returns its deltas
+    (text and tool-call pieces, often none), `message` returns the complete assistant
+    message at the end."""
 
-    def add(self, event: Any) -> str: ...
+    def add(self, event: Any) -> list[str | ToolCallChunk]: ...
 
     def message(self) -> Message: ...
 
@@ -219,28 +220,28 @@ class SDKChatModel(ChatModel):
 
     def stream(
         self, messages: Sequence[Message], *, tools: Sequence[ToolSpec] = ()
-    ) -> Iterator[str | Message]:
-        """Yield text deltas as they arrive, then the final assistant `Message`."""
+    ) -> Iterator[StreamItem]:
+        """Yield text deltas and tool-call pieces as they arrive, then the final assistant
+        `Message` (the same one `invoke` returns for the same reply)."""
         request = {**self._request(messages, tools), "stream": True}
         with self._translated_errors():
             reply = self._new_reply()
             with self._create(request, asynchronous=False) as events:
                 for event in events:
-                    if text := reply.add(event):
-                        yield text
+                    yield from reply.add(event)
             yield reply.message()
 
     async def astream(
         self, messages: Sequence[Message], *, tools: Sequence[ToolSpec] = ()
-    ) -> AsyncIterator[str | Message]:
+    ) -> AsyncIterator[StreamItem]:
         """Async `stream`, on the SDK's async client."""
         request = {**self._request(messages, tools), "stream": True}
         with self._translated_errors():
             reply = self._new_reply()
             async with await self._create(request, asynchronous=True) as events:
                 async for event in events:
-                    if text := reply.add(event):
-                        yield text
+                    for delta in reply.add(event):
+                        yield delta
             yield reply.message()
 
     @contextmanager

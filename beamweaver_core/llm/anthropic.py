@@ -16,7 +16,7 @@ from beamweaver_core.llm._sdk import (
     require_json_object,
     with_extra_body,
 )
-from beamweaver_core.llm.base import ToolSpec
+from beamweaver_core.llm.base import ToolCallChunk, ToolSpec
 
 _LABEL = "Anthropic"
 
@@ -220,6 +220,7 @@ class _Block:
     tool_id: str = ""
     tool_name: str = ""
     input_json: str = ""
+    call_index: int = -1
 
 
 @dataclass
@@ -233,22 +234,24 @@ class _StreamedReply:
     blocks: dict[int, _Block] = field(default_factory=dict)
     started: bool = False
     stop_reason: str | None = None
+    calls: int = 0
 
-    def add(self, event: Any) -> str:
-        """Absorb one event; return its text delta ("" when it has none)."""
+    def add(self, event: Any) -> list[str | ToolCallChunk]:
+        """Absorb one event; return its deltas (a text delta or a tool-call piece)."""
         kind = getattr(event, "type", None)
+        delta: str | ToolCallChunk = ""
         if kind == "message_start":
             self.started = True
         elif kind == "content_block_start":
-            self._start_block(event)
+            delta = self._start_block(event)
         elif kind == "content_block_delta":
-            return self._add_delta(event)
+            delta = self._add_delta(event)
         elif kind == "message_delta":
-            delta = getattr(event, "delta", None)
-            self.stop_reason = getattr(delta, "stop_reason", None) or self.stop_reason
-        return ""
+            message_delta = getattr(event, "delta", None)
+            self.stop_reason = getattr(message_delta, "stop_reason", None) or self.stop_reason
+        return [delta] if delta else []
 
-    def _start_block(self, event: Any) -> None:
+    def _start_block(self, event: Any) -> str | ToolCallChunk:
         index = getattr(event, "index", None)
         if not isinstance(index, int):
             raise MalformedModelResponseError(
@@ -258,13 +261,20 @@ class _StreamedReply:
         block_type = getattr(block, "type", None)
         if block_type == "tool_use":
             name, call_id = _tool_use_identity(block)
-            self.blocks[index] = _Block("tool_use", tool_id=call_id, tool_name=name)
-        elif block_type == "text":
-            self.blocks[index] = _Block("text", text=_block_text(getattr(block, "text", None)))
-        else:
-            self.blocks[index] = _Block(str(block_type))
+            # Pieces are numbered by the call's position among the reply's tool calls.
+            self.blocks[index] = _Block(
+                "tool_use", tool_id=call_id, tool_name=name, call_index=self.calls
+            )
+            self.calls += 1
+            return ToolCallChunk(index=self.blocks[index].call_index, id=call_id, name=name)
+        if block_type == "text":
+            text = _block_text(getattr(block, "text", None))
+            self.blocks[index] = _Block("text", text=text)
+            return text
+        self.blocks[index] = _Block(str(block_type))
+        return ""
 
-    def _add_delta(self, event: Any) -> str:
+    def _add_delta(self, event: Any) -> str | ToolCallChunk:
         index = getattr(event, "index", None)
         block = self.blocks.get(index) if isinstance(index, int) else None
         if block is None:
@@ -279,7 +289,9 @@ class _StreamedReply:
             return text
         if delta_type == "input_json_delta" and block.kind == "tool_use":
             fragment = getattr(delta, "partial_json", None)
-            block.input_json += fragment if isinstance(fragment, str) else ""
+            fragment = fragment if isinstance(fragment, str) else ""
+            block.input_json += fragment
+            return ToolCallChunk(index=block.call_index, args=fragment) if fragment else ""
         return ""
 
     def message(self) -> Message:

@@ -22,11 +22,32 @@ class ToolSpec:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class ToolCallChunk:
+    """A piece of a tool call as a model streams it.
+
+    `index` is the call's position among the reply's tool calls; `id` and `name` come with
+    the call's first piece (None on later ones); `args` is the next fragment of the JSON
+    text of its arguments. Joined in order, a call's fragments are its arguments' JSON.
+    """
+
+    index: int
+    id: str | None = None
+    name: str | None = None
+    args: str = ""
+
+
+StreamItem = str | ToolCallChunk | Message
+"""What `ChatModel.stream` yields: text deltas, tool-call pieces, then the final message."""
+
+
 class ChatModel(ABC):
     """A chat model: messages in, one assistant `Message` out (possibly with tool calls).
 
-    Subclasses implement `invoke`; they may override `stream` to yield text deltas as the
-    provider produces them. Creating a model never touches the network.
+    Subclasses implement `invoke`; they may override `stream` to yield text deltas (str)
+    and tool-call pieces (`ToolCallChunk`) as the provider produces them, then the final
+    `Message`, which must equal what `invoke` returns for the same reply. Creating a model
+    never touches the network.
     """
 
     provider: str = "unknown"
@@ -43,17 +64,19 @@ class ChatModel(ABC):
 
     def stream(
         self, messages: Sequence[Message], *, tools: Sequence[ToolSpec] = ()
-    ) -> Iterator[str | Message]:
-        """Yield text deltas (str) as they arrive, then the final assistant `Message`."""
+    ) -> Iterator[StreamItem]:
+        """Yield text deltas (str) and tool-call pieces (`ToolCallChunk`) as they arrive,
+        then the final assistant `Message`."""
         yield self.invoke(messages, tools=tools)
 
     async def astream(
         self, messages: Sequence[Message], *, tools: Sequence[ToolSpec] = ()
-    ) -> AsyncIterator[str | Message]:
+    ) -> AsyncIterator[StreamItem]:
+        """Async `stream`."""
         yield await self.ainvoke(messages, tools=tools)
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.provider}:{self.model_name}>"
 
 
-__all__ = ["ChatModel", "ToolSpec"]
+__all__ = ["ChatModel", "StreamItem", "ToolCallChunk", "ToolSpec"]

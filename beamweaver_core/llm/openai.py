@@ -13,7 +13,7 @@ from typing import Any
 from beamweaver_core.agent.messages import Message, ToolCall
 from beamweaver_core.exceptions import MalformedModelResponseError
 from beamweaver_core.llm._sdk import SDKChatModel, logger, parse_tool_arguments, with_extra_body
-from beamweaver_core.llm.base import ToolSpec
+from beamweaver_core.llm.base import ToolCallChunk, ToolSpec
 
 # Local servers (vLLM, Ollama, llama.cpp) ignore the key, but the SDK refuses to run without one.
 _PLACEHOLDER_API_KEY = "not-needed"
@@ -229,41 +229,44 @@ class _StreamedReply:
     """Assembles the final message from `ChatCompletionChunk`s.
 
     Tool calls arrive as fragments keyed by `index`: the first carries id and name, later
-    ones append to the JSON arguments text.
+    ones append to the JSON arguments text. A refusal streams in `delta.refusal` and, as in
+    a complete response, is the reply's text when there is no content.
     """
 
     text: list[str] = field(default_factory=list)
+    refusal: list[str] = field(default_factory=list)
     calls: dict[int, _PartialCall] = field(default_factory=dict)
     finish_reason: str | None = None
     saw_choice: bool = False
 
-    def add(self, chunk: Any) -> str:
-        """Absorb one chunk; return its text delta ("" when it has none)."""
+    def add(self, chunk: Any) -> list[str | ToolCallChunk]:
+        """Absorb one chunk; return its deltas (text, then tool-call pieces)."""
         choices = getattr(chunk, "choices", None)
         if not isinstance(choices, list):
             raise MalformedModelResponseError(
                 f"OpenAI streamed a chunk without a choices list ({choices!r}). Retry the call."
             )
         if not choices:  # the usage-only chunk at the end of a stream
-            return ""
+            return []
         self.saw_choice = True
         choice = choices[0]
         self.finish_reason = getattr(choice, "finish_reason", None) or self.finish_reason
         delta = getattr(choice, "delta", None)
         if delta is None:
-            return ""
-        for fragment in getattr(delta, "tool_calls", None) or ():
-            self._add_call_fragment(fragment)
-        text = getattr(delta, "content", None) or ""
-        if not isinstance(text, str):
-            raise MalformedModelResponseError(
-                f"OpenAI streamed content of unexpected type {type(text).__name__} "
-                "(expected text). Retry the call."
-            )
-        self.text.append(text)
-        return text
+            return []
+        deltas: list[str | ToolCallChunk] = []
+        text = _delta_text(getattr(delta, "content", None))
+        if text:
+            self.text.append(text)
+            deltas.append(text)
+        refusal = _delta_text(getattr(delta, "refusal", None))
+        if refusal:
+            self.refusal.append(refusal)
+            deltas.append(refusal)
+        deltas.extend(self._add_call_fragment(f) for f in getattr(delta, "tool_calls", None) or ())
+        return deltas
 
-    def _add_call_fragment(self, fragment: Any) -> None:
+    def _add_call_fragment(self, fragment: Any) -> ToolCallChunk:
         index = getattr(fragment, "index", None)
         if not isinstance(index, int):
             raise MalformedModelResponseError(
@@ -271,11 +274,20 @@ class _StreamedReply:
                 "Retry the call."
             )
         call = self.calls.setdefault(index, _PartialCall())
+        first_id = not call.id
         call.id = call.id or (getattr(fragment, "id", None) or "")
         function = getattr(fragment, "function", None)
-        if function is not None:
-            call.name = call.name or (getattr(function, "name", None) or "")
-            call.arguments += getattr(function, "arguments", None) or ""
+        name = getattr(function, "name", None) if function is not None else None
+        arguments = (getattr(function, "arguments", None) if function is not None else None) or ""
+        first_name = not call.name
+        call.name = call.name or (name or "")
+        call.arguments += arguments
+        return ToolCallChunk(
+            index=index,
+            id=call.id if first_id and call.id else None,
+            name=call.name if first_name and call.name else None,
+            args=arguments,
+        )
 
     def message(self) -> Message:
         """The assembled assistant message; raises if the stream was not a chat reply."""
@@ -296,7 +308,19 @@ class _StreamedReply:
                 partial.arguments, tool_name=partial.name, provider=_LABEL, hint=hint
             )
             calls.append(ToolCall(id=_call_id(partial.id), name=partial.name, args=args))
-        return Message.assistant("".join(self.text), tool_calls=calls)
+        text = "".join(self.text) or "".join(self.refusal)
+        return Message.assistant(text, tool_calls=calls)
+
+
+def _delta_text(text: Any) -> str:
+    if text is None:
+        return ""
+    if not isinstance(text, str):
+        raise MalformedModelResponseError(
+            f"OpenAI streamed content of unexpected type {type(text).__name__} "
+            "(expected text). Retry the call."
+        )
+    return text
 
 
 __all__ = ["OpenAIChatModel"]

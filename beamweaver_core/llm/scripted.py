@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
 import re
 import threading
+import time
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from typing import TypeAlias
 
 from beamweaver_core.agent.messages import Message
 from beamweaver_core.exceptions import ScriptExhaustedError
-from beamweaver_core.llm.base import ChatModel, ToolSpec
+from beamweaver_core.llm.base import ChatModel, StreamItem, ToolCallChunk, ToolSpec
 
 ScriptedResponse: TypeAlias = Message | Callable[[tuple[Message, ...]], Message]
 """A canned assistant `Message`, or a function of the conversation returning one."""
@@ -26,17 +29,34 @@ class ScriptedChatModel(ChatModel):
     computes the reply from the conversation. Every call records the messages it received
     on `.calls` and the tools offered on `.tools_offered` (both as tuples, one per call,
     including a call that ran past the end of the script). Safe to share across threads.
+
+    Streamed (`stream`, which an agent uses when someone listens to its events), a reply
+    comes in chunks like a provider's: its text in word-sized pieces, or `chunk_size`
+    characters each, then each tool call's arguments as JSON text in pieces of the same
+    size; `chunk_delay` seconds pass between chunks (so a page shows tokens arriving).
+    The final message is the scripted one.
     """
 
     provider = "scripted"
 
     def __init__(
-        self, responses: Iterable[ScriptedResponse], *, model_name: str = "scripted"
+        self,
+        responses: Iterable[ScriptedResponse],
+        *,
+        model_name: str = "scripted",
+        chunk_size: int | None = None,
+        chunk_delay: float = 0.0,
     ) -> None:
         self.responses: tuple[ScriptedResponse, ...] = tuple(responses)
         for position, entry in enumerate(self.responses):
             if not callable(entry):
                 _check_reply(entry, f"scripted response #{position + 1}")
+        if chunk_size is not None and (isinstance(chunk_size, bool) or not chunk_size >= 1):
+            raise ValueError(f"chunk_size must be a positive integer or None, got {chunk_size!r}.")
+        if not chunk_delay >= 0:
+            raise ValueError(f"chunk_delay must be >= 0 seconds, got {chunk_delay!r}.")
+        self.chunk_size = chunk_size
+        self.chunk_delay = float(chunk_delay)
         self.model_name = model_name
         self.calls: list[tuple[Message, ...]] = []
         self.tools_offered: list[tuple[ToolSpec, ...]] = []
@@ -71,18 +91,39 @@ class ScriptedChatModel(ChatModel):
 
     def stream(
         self, messages: Sequence[Message], *, tools: Sequence[ToolSpec] = ()
-    ) -> Iterator[str | Message]:
-        """Yield the reply's text in word-sized chunks, then the reply itself."""
+    ) -> Iterator[StreamItem]:
+        """Yield the reply in chunks (see the class), then the reply itself."""
         reply = self.invoke(messages, tools=tools)
-        yield from word_chunks(reply.content)
+        for position, chunk in enumerate(self._chunks(reply)):
+            if position and self.chunk_delay:
+                time.sleep(self.chunk_delay)
+            yield chunk
         yield reply
 
     async def astream(
         self, messages: Sequence[Message], *, tools: Sequence[ToolSpec] = ()
-    ) -> AsyncIterator[str | Message]:
+    ) -> AsyncIterator[StreamItem]:
         """Async `stream`."""
-        for item in self.stream(messages, tools=tools):
-            yield item
+        reply = self.invoke(messages, tools=tools)
+        for position, chunk in enumerate(self._chunks(reply)):
+            if position and self.chunk_delay:
+                await asyncio.sleep(self.chunk_delay)
+            yield chunk
+        yield reply
+
+    def _chunks(self, reply: Message) -> list[str | ToolCallChunk]:
+        chunks: list[str | ToolCallChunk] = list(self._split(reply.content))
+        for index, call in enumerate(reply.tool_calls):
+            pieces = self._split(json.dumps(dict(call.args), ensure_ascii=False)) or [""]
+            chunks.append(ToolCallChunk(index, id=call.id, name=call.name, args=pieces[0]))
+            chunks.extend(ToolCallChunk(index, args=piece) for piece in pieces[1:])
+        return chunks
+
+    def _split(self, text: str) -> list[str]:
+        if self.chunk_size is None:
+            return word_chunks(text)
+        size = self.chunk_size
+        return [text[i : i + size] for i in range(0, len(text), size)]
 
     @property
     def remaining(self) -> int:

@@ -25,6 +25,7 @@ from django.db.utils import DatabaseError, InterfaceError, OperationalError
 
 from beamweaver_core.postgres.pool_size import pool_size, set_pool_size, worker_pool_size
 from beamweaver_core.runtime.execution import execute
+from beamweaver_core.runtime.mcp_servers import start_declared_in_background
 from beamweaver_core.runtime.queue import (
     Claim,
     claim_next_run,
@@ -74,6 +75,7 @@ class Worker:
 
     def start(self) -> Worker:
         register_local(self._wake)
+        start_declared_in_background()
         for index in range(self.size):
             thread = threading.Thread(
                 target=self._loop, name=f"beamweaver-worker-{index}", daemon=True

@@ -32,6 +32,8 @@ def test_stream_events_collects_the_whole_run() -> None:
     assert [(e.event, e.node) for e in done.events] == [
         ("run.started", None),
         ("node.started", "model"),
+        ("model.delta", "model"),
+        ("model.delta", "model"),
         ("node.finished", "model"),
         ("state.updated", None),
         ("node.started", "tools"),
@@ -59,8 +61,21 @@ def test_stream_events_collects_the_whole_run() -> None:
             "content": "contents of a",
         },
     ]
-    deltas = "".join(e.data["delta"] for e in done.events if e.event == "model.delta")
-    assert deltas == "File a says hello."
+    deltas = [e.data for e in done.events if e.event == "model.delta"]
+    first_id, second_id = deltas[0]["message_id"], deltas[-1]["message_id"]
+    assert first_id != second_id
+    assert deltas[:2] == [
+        {
+            "message_id": first_id,
+            "tool_call_chunk": {"index": 0, "id": "c1", "name": "fetch_file", "args": '{"path": '},
+        },
+        {
+            "message_id": first_id,
+            "tool_call_chunk": {"index": 0, "id": None, "name": None, "args": '"a"}'},
+        },
+    ]
+    assert all(d["message_id"] == second_id for d in deltas[2:])
+    assert "".join(d["delta"] for d in deltas[2:]) == "File a says hello."
 
 
 class CountingModel(ChatModel):
@@ -90,9 +105,11 @@ def test_the_model_streams_only_when_someone_listens() -> None:
     streamed = agent.stream_events({"messages": [Message.user("hi")]})
 
     assert model.used == ["invoke", "stream"]
-    assert [e.data for e in streamed.events if e.event == "model.delta"] == [
-        {"delta": "pla"},
-        {"delta": "in"},
+    deltas = [e.data for e in streamed.events if e.event == "model.delta"]
+    message_id = deltas[0]["message_id"]
+    assert deltas == [
+        {"message_id": message_id, "delta": "pla"},
+        {"message_id": message_id, "delta": "in"},
     ]
 
 
@@ -123,9 +140,11 @@ def test_streaming_with_hitl(checkpointer: MemoryCheckpointer, config: dict[str,
         "node.finished",
         "run.interrupted",
     ]
-    assert [e.data["delta"] for e in paused.events if e.event == "model.delta"] == [
+    assert [e.data.get("delta") for e in paused.events if e.event == "model.delta"] == [
         "Removing ",
         "old.db.",
+        None,  # the tool call's arguments, in two pieces
+        None,
     ]
     assert not any(e.event.startswith("tool.") for e in paused.events)
     assert paused.events[-1].data["result"] == paused
@@ -176,9 +195,8 @@ def test_astream_events() -> None:
     events = asyncio.run(collect())
     assert events[0].event == "run.started"
     assert events[-1].event == "run.completed"
-    assert (
-        "".join(e.data["delta"] for e in events if e.event == "model.delta") == "File a says hello."
-    )
+    text = "".join(e.data.get("delta", "") for e in events if e.event == "model.delta")
+    assert text == "File a says hello."
 
 
 def test_subagent_events_carry_their_namespace(

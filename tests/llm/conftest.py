@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import http.server
 import json
 import socket
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -84,19 +86,28 @@ def fake_api() -> type[FakeAPI]:
     return FakeAPI
 
 
+_LOOPBACK = ("127.0.0.1", "::1")
+
+
 @pytest.fixture(autouse=True)
 def _no_real_network(monkeypatch: pytest.MonkeyPatch) -> Iterator[NetworkAttempts]:
-    """Fail any test that tries to reach the network, even if the SDK swallowed the error."""
+    """Fail any test that tries to reach the network, even if the SDK swallowed the error.
+
+    Only this machine's loopback address is allowed: the recorded-exchange server
+    (`replay_server`) listens there."""
     attempts = NetworkAttempts()
     real_connect = socket.socket.connect
+    real_getaddrinfo = socket.getaddrinfo
 
     def guarded_connect(self: socket.socket, address: Any) -> Any:
-        if self.family in (socket.AF_INET, socket.AF_INET6):
+        if self.family in (socket.AF_INET, socket.AF_INET6) and address[0] not in _LOOPBACK:
             attempts.append(f"connect {address!r}")
             raise OSError(f"test tried a real network connection to {address!r}")
         return real_connect(self, address)
 
     def guarded_getaddrinfo(host: Any, *args: Any, **kwargs: Any) -> Any:
+        if host in _LOOPBACK:
+            return real_getaddrinfo(host, *args, **kwargs)
         attempts.append(f"getaddrinfo {host!r}")
         raise OSError(f"test tried a real DNS lookup of {host!r}")
 
@@ -133,3 +144,65 @@ def retry_delays(monkeypatch: pytest.MonkeyPatch) -> list[float]:
 
         monkeypatch.setattr(base, "_calculate_retry_timeout", recording)
     return delays
+
+
+class ReplayServer:
+    """A real HTTP server on 127.0.0.1 that replays recorded provider responses.
+
+    Each POST gets the next recorded exchange of `script` (names of files under
+    `recordings/`): `NAME.sse` (the server-sent events exactly as recorded) when the
+    request asks to stream, `NAME.json` otherwise. Request bodies are kept in `bodies`.
+    """
+
+    def __init__(self, script: list[str]) -> None:
+        self.script = list(script)
+        self.bodies: list[dict[str, Any]] = []
+        replay = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+                replay.bodies.append(body)
+                if not replay.script:
+                    self.send_error(500, "no recorded exchange left")
+                    return
+                name = replay.script.pop(0)
+                streamed = bool(body.get("stream"))
+                path = RECORDINGS / f"{name}.{'sse' if streamed else 'json'}"
+                payload = path.read_bytes()
+                self.send_response(200)
+                kind = "text/event-stream" if streamed else "application/json"
+                self.send_header("content-type", kind)
+                self.send_header("content-length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+RECORDINGS = Path(__file__).resolve().parent / "recordings"
+
+
+@pytest.fixture
+def replay_server() -> Iterator[Callable[[list[str]], ReplayServer]]:
+    """Start `ReplayServer`s for a test; all are shut down after it."""
+    started: list[ReplayServer] = []
+
+    def start(script: list[str]) -> ReplayServer:
+        server = ReplayServer(script)
+        started.append(server)
+        return server
+
+    yield start
+    for server in started:
+        server.close()

@@ -17,7 +17,7 @@ from beamweaver_core.exceptions import (
     ModelProviderError,
     ModelRateLimitError,
 )
-from beamweaver_core.llm import AnthropicChatModel, ToolSpec
+from beamweaver_core.llm import AnthropicChatModel, ToolCallChunk, ToolSpec
 
 KEY = "sk-ant-api03-test-0123456789"
 MODEL = "claude-haiku-4-5"
@@ -137,6 +137,15 @@ TOOL_STREAM_REPLY = Message.assistant(
         ToolCall("toolu_02", "list_files", {}),
     ],
 )
+TOOL_STREAM_DELTAS = [
+    "Let me ",
+    "check.",
+    ToolCallChunk(0, id="toolu_01", name="get_weather"),
+    ToolCallChunk(0, args='{"city": "Pa'),
+    ToolCallChunk(0, args='ris", "days": [1'),
+    ToolCallChunk(0, args=", 2]}"),
+    ToolCallChunk(1, id="toolu_02", name="list_files"),
+]
 
 
 def sent_key(request: httpx2.Request) -> str:
@@ -343,10 +352,11 @@ def test_stream_yields_text_deltas_then_the_message(fake_api: Any) -> None:
 
 
 def test_stream_assembles_tool_use_input_from_json_deltas(fake_api: Any) -> None:
+    """Tool calls stream as pieces numbered by their position among the calls (not the
+    content block index), and the pieces of a call join to its arguments."""
     api = fake_api(fake_api.sse(TOOL_STREAM))
     assert list(model_for(api).stream(HELLO, tools=[WEATHER])) == [
-        "Let me ",
-        "check.",
+        *TOOL_STREAM_DELTAS,
         TOOL_STREAM_REPLY,
     ]
 
@@ -436,7 +446,7 @@ async def test_ainvoke_uses_the_async_client(fake_api: Any) -> None:
 async def test_astream_yields_deltas_and_assembles_tool_calls(fake_api: Any) -> None:
     api = fake_api(fake_api.sse(TOOL_STREAM))
     items = [item async for item in model_for(api).astream(HELLO)]
-    assert items == ["Let me ", "check.", TOOL_STREAM_REPLY]
+    assert items == [*TOOL_STREAM_DELTAS, TOOL_STREAM_REPLY]
 
 
 async def test_async_500_then_200_succeeds(fake_api: Any, retry_delays: list[float]) -> None:

@@ -18,7 +18,7 @@ from beamweaver_core.exceptions import (
     ModelProviderError,
     ModelRateLimitError,
 )
-from beamweaver_core.llm import OpenAIChatModel, ToolSpec
+from beamweaver_core.llm import OpenAIChatModel, ToolCallChunk, ToolSpec
 
 KEY = "sk-test-0123456789abcdef"
 HELLO = [Message.user("hello")]
@@ -352,6 +352,14 @@ TOOL_STREAM_REPLY = Message.assistant(
         ToolCall("call_O", "get_weather", {"city": "Oslo"}),
     ],
 )
+TOOL_STREAM_DELTAS = [
+    ToolCallChunk(0, id="call_P", name="get_weather"),
+    ToolCallChunk(0, args='{"ci'),
+    ToolCallChunk(0, args='ty": "Par'),
+    ToolCallChunk(1, id="call_O", name="get_weather", args='{"city"'),
+    ToolCallChunk(0, args='is"}'),
+    ToolCallChunk(1, args=': "Oslo"}'),
+]
 
 
 def test_stream_yields_text_deltas_then_the_message(fake_api: Any) -> None:
@@ -362,8 +370,13 @@ def test_stream_yields_text_deltas_then_the_message(fake_api: Any) -> None:
 
 
 def test_stream_assembles_tool_calls_split_across_chunks(fake_api: Any) -> None:
+    """Each fragment of a tool call is streamed as a piece (id and name on its first one),
+    and the final message assembles the calls."""
     api = fake_api(fake_api.sse(TOOL_STREAM))
-    assert list(model_for(api).stream(HELLO, tools=[WEATHER])) == [TOOL_STREAM_REPLY]
+    assert list(model_for(api).stream(HELLO, tools=[WEATHER])) == [
+        *TOOL_STREAM_DELTAS,
+        TOOL_STREAM_REPLY,
+    ]
     assert api.bodies[0]["tools"][0]["function"]["name"] == "get_weather"
 
 
@@ -445,7 +458,10 @@ async def test_astream_yields_deltas_and_assembles_tool_calls(fake_api: Any) -> 
         "world",
         Message.assistant("Hello, world"),
     ]
-    assert [item async for item in model.astream(HELLO)] == [TOOL_STREAM_REPLY]
+    assert [item async for item in model.astream(HELLO)] == [
+        *TOOL_STREAM_DELTAS,
+        TOOL_STREAM_REPLY,
+    ]
 
 
 async def test_async_errors_are_mapped_too(fake_api: Any) -> None:

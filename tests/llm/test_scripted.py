@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 
 from beamweaver_core.agent.messages import Message, ToolCall
 from beamweaver_core.exceptions import BeamWeaverError, ScriptExhaustedError
-from beamweaver_core.llm import ChatModel, ScriptedChatModel, ToolSpec
+from beamweaver_core.llm import ChatModel, ScriptedChatModel, ToolCallChunk, ToolSpec
 from beamweaver_core.llm.scripted import word_chunks
 
 HELLO = [Message.user("hello")]
@@ -100,9 +101,46 @@ def test_stream_yields_word_chunks_then_the_message() -> None:
     assert "".join(deltas) == reply.content
 
 
-def test_stream_of_a_tool_call_only_reply_has_no_deltas() -> None:
-    reply = Message.assistant(tool_calls=[ToolCall("c1", "rm", {"path": "x"})])
-    assert list(ScriptedChatModel([reply]).stream(HELLO)) == [reply]
+def test_stream_of_a_tool_call_reply_streams_its_arguments_in_pieces() -> None:
+    reply = Message.assistant(
+        tool_calls=[ToolCall("c1", "rm", {"path": "x y"}), ToolCall("c2", "ls", {})]
+    )
+    assert list(ScriptedChatModel([reply]).stream(HELLO)) == [
+        ToolCallChunk(0, id="c1", name="rm", args='{"path": '),
+        ToolCallChunk(0, args='"x '),
+        ToolCallChunk(0, args='y"}'),
+        ToolCallChunk(1, id="c2", name="ls", args="{}"),
+        reply,
+    ]
+
+
+def test_chunk_size_streams_fixed_size_pieces_and_chunk_delay_spaces_them() -> None:
+    """The streaming option: `chunk_size` characters per piece, `chunk_delay` seconds
+    between pieces (the demo uses it so tokens visibly arrive)."""
+    reply = Message.assistant("abcdefg", tool_calls=[ToolCall("c1", "rm", {"p": 1})])
+    model = ScriptedChatModel([reply, reply], chunk_size=3, chunk_delay=0.05)
+
+    started = time.monotonic()
+    items = list(model.stream(HELLO))
+    elapsed = time.monotonic() - started
+
+    assert items == [
+        "abc",
+        "def",
+        "g",
+        ToolCallChunk(0, id="c1", name="rm", args='{"p'),
+        ToolCallChunk(0, args='": '),
+        ToolCallChunk(0, args="1}"),
+        reply,
+    ]
+    assert elapsed >= 5 * 0.05
+    assert model.invoke(HELLO) is reply
+
+
+@pytest.mark.parametrize("options", [{"chunk_size": 0}, {"chunk_size": True}, {"chunk_delay": -1}])
+def test_bad_streaming_options_are_refused(options: dict[str, object]) -> None:
+    with pytest.raises(ValueError, match="chunk_"):
+        ScriptedChatModel([], **options)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("text", ["", "  lead", "trail  ", "a\nb\tc", "one"])

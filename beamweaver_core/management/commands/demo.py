@@ -4,6 +4,11 @@ Runs the migrations (on the embedded Postgres unless `DATABASE_URL` is set), cre
 demo reviewer and a second one, queues a few demo requests to the `ops_assistant` agent so
 reviews are already waiting, and serves the inbox with in-process workers.
 
+With the `mcp` and `langchain` extras installed it also registers a second agent,
+`it_assistant`, whose tools come from the example MCP servers shipped in
+`demo/mcp_servers` (one over stdio, one over streamable HTTP, started here on a free
+loopback port) and from a LangChain tool, and queues a request to it.
+
 Nobody may approve a run they started themselves (`docs/review-operations.md`), so a run
 the demo reviewer starts from "Start a run" is approved by the second reviewer (in another
 browser or a private window); the seeded requests have no requester, so either approves
@@ -12,8 +17,13 @@ them.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import secrets
+import socket
+import subprocess
+import sys
+import time
 from typing import Any
 
 from django.conf import settings
@@ -21,6 +31,7 @@ from django.contrib.auth.models import Permission, User
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from beamweaver_core.demo.mcp_servers import FILES_SERVER, TICKETS_SERVER
 from beamweaver_core.models import Thread
 from beamweaver_core.runtime import service
 from beamweaver_core.runtime.worker import process_worker, stop_process_worker
@@ -31,13 +42,19 @@ DEMO_REQUESTS = (
     "Delete closed records older than 30 days.",
     "Email the admin that the nightly export failed.",
 )
+IT_GRAPH = "it_assistant"
+IT_REQUEST = (
+    "Delete /logs/debug-old.log, close ticket T-101 as resolved and restart the web service."
+)
 
 
 class Command(BaseCommand):
     help = (
         "Start the live review inbox with the demo agent: migrate, create a demo reviewer "
         "and a second one (credentials printed), queue demo requests that pause for review, "
-        "and serve on http://127.0.0.1:8000/ with in-process workers. Stop with Ctrl-C."
+        "and serve on http://127.0.0.1:8000/ with in-process workers. With the mcp and "
+        "langchain extras, a second agent (it_assistant) uses tools from two example MCP "
+        "servers (stdio and HTTP) and a LangChain tool. Stop with Ctrl-C."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -62,6 +79,7 @@ class Command(BaseCommand):
         password = self._reviewer(username, admin=True)
         second = f"{username}2"
         second_password = self._reviewer(second, admin=False)
+        tickets = self._it_assistant()
         process_worker()
         if not no_seed and not Thread.objects.filter(graph="ops_assistant").exists():
             for text in DEMO_REQUESTS:
@@ -71,6 +89,9 @@ class Command(BaseCommand):
             self.stdout.write(
                 f"Queued {len(DEMO_REQUESTS)} demo requests; they will wait for your review."
             )
+        if tickets and not no_seed and not Thread.objects.filter(graph=IT_GRAPH).exists():
+            service.start_run(IT_GRAPH, {"messages": [{"role": "user", "content": IT_REQUEST}]})
+            self.stdout.write(f"Queued a request to {IT_GRAPH} (MCP and LangChain tools).")
         url = f"http://{host}:{port}/"
 
         def ready() -> None:
@@ -90,6 +111,47 @@ class Command(BaseCommand):
             serve(host, port, ready=ready)
         finally:
             stop_process_worker()
+            if tickets is not None:
+                tickets.terminate()
+                tickets.wait(10)
+
+    def _it_assistant(self) -> subprocess.Popen[bytes] | None:
+        """Register `it_assistant` and its MCP servers for this process, after starting
+        the HTTP example server; the process of that server, or None without the extras."""
+        missing = [m for m in ("mcp", "langchain_core") if importlib.util.find_spec(m) is None]
+        if missing:
+            self.stdout.write(
+                f"Skipping the {IT_GRAPH} demo ({', '.join(missing)} not installed): "
+                "pip install 'beamweaver[mcp,langchain]'."
+            )
+            return None
+        port, token = _free_port(), secrets.token_urlsafe(16)
+        process = subprocess.Popen(
+            [sys.executable, str(TICKETS_SERVER), "--port", str(port), "--token", token],
+            stdout=subprocess.DEVNULL,
+        )
+        if not _listening(port, process, timeout=120):
+            process.kill()
+            raise CommandError(f"The example MCP server {TICKETS_SERVER.name} did not start.")
+        # Declared for this process only: its in-process workers run the demo's runs.
+        settings.BEAMWEAVER["MCP_SERVERS"] = {
+            **settings.BEAMWEAVER.get("MCP_SERVERS", {}),
+            "demo_files": {
+                "command": sys.executable,
+                "args": [str(FILES_SERVER)],
+                "prefix": "files_",
+            },
+            "demo_tickets": {
+                "url": f"http://127.0.0.1:{port}/mcp",
+                "headers": {"Authorization": f"Bearer {token}"},
+                "prefix": "tickets_",
+            },
+        }
+        settings.BEAMWEAVER["GRAPHS"] = {
+            **settings.BEAMWEAVER["GRAPHS"],
+            IT_GRAPH: "beamweaver_core.demo.it_agent:ITAssistant",
+        }
+        return process
 
     def _reviewer(self, username: str, *, admin: bool) -> str:
         """A demo reviewer's password: generated once and kept in var/ (not in code).
@@ -114,3 +176,19 @@ class Command(BaseCommand):
         path.write_text(json.dumps({**stored, username: password}))
         path.chmod(0o600)
         return password
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _listening(port: int, process: subprocess.Popen[bytes], *, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and process.poll() is None:
+        with socket.socket() as sock:
+            if sock.connect_ex(("127.0.0.1", port)) == 0:
+                return True
+        time.sleep(0.1)
+    return False
