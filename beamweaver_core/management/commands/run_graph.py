@@ -11,9 +11,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from beamweaver_core.exceptions import BeamWeaverError
 from beamweaver_core.models import Run
 from beamweaver_core.runtime import registry, service
-from beamweaver_core.runtime.execution import execute
-from beamweaver_core.runtime.queue import claim_run
-from beamweaver_core.runtime.worker import WorkerSettings
+from beamweaver_core.runtime.foreground import run_here, run_outcome
 
 
 class Command(BaseCommand):
@@ -61,15 +59,12 @@ class Command(BaseCommand):
             run = service.start_run(name, payload, thread_id=thread, context=run_context)
         except (BeamWeaverError, LookupError, ValueError) as exc:
             raise CommandError(str(exc)) from None
-        conf = WorkerSettings.from_django()
-        claim = claim_run(run.id, "run_graph", conf.lease_seconds)
-        if claim is None:
+        if not run_here(run.id, owner="run_graph"):
             raise CommandError(
                 f"Run {run.id} was taken by a worker; follow it with `manage.py pending`."
             )
-        execute(claim)
         run.refresh_from_db()
-        self.stdout.write(json.dumps(describe(run), indent=2, sort_keys=True))
+        self.stdout.write(json.dumps(run_outcome(run), indent=2, sort_keys=True))
         if run.status == Run.Status.FAILED:
             raise CommandError(f"Run {run.id} failed.", returncode=2)
 
@@ -86,15 +81,3 @@ def _json_object(option: str, text: str) -> dict[str, Any]:
             f"{option} must be a JSON object, got {type(value).__name__}: {text[:100]}"
         )
     return value
-
-
-def describe(run: Run) -> dict[str, Any]:
-    return {
-        "run_id": str(run.id),
-        "thread_id": run.thread_id,
-        "graph": run.graph,
-        "status": run.status,
-        "context": run.context,
-        "result": run.result,
-        "error": run.error or None,
-    }
