@@ -35,7 +35,7 @@ def pretty_json(value: Any) -> str:
         except json.JSONDecodeError:
             return format_html("<pre>{}</pre>", value)
     text = json.dumps(redact(value), indent=2, sort_keys=True, ensure_ascii=False, default=repr)
-    return format_html('<pre style="white-space: pre-wrap; max-width: 70em">{}</pre>', text)
+    return format_html('<pre class="bw-json">{}</pre>', text)
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -99,6 +99,7 @@ class RunAdmin(ReadOnlyAdmin):
         "kind",
         "status",
         "input_json",
+        "context_json",
         "result_json",
         "error_text",
         "lease_owner",
@@ -110,12 +111,16 @@ class RunAdmin(ReadOnlyAdmin):
         "started_at",
         "finished_at",
     )
-    exclude = ("input", "result", "error")
+    exclude = ("input", "context", "result", "error")
     actions = ("cancel_runs", "requeue_runs")
 
     @admin.display(description="input")
     def input_json(self, obj: Run) -> str:
         return pretty_json(obj.input)
+
+    @admin.display(description="context")
+    def context_json(self, obj: Run) -> str:
+        return pretty_json(obj.context)
 
     @admin.display(description="result")
     def result_json(self, obj: Run) -> str:

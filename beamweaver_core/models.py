@@ -194,6 +194,12 @@ class Run(models.Model):
     kind = models.CharField(max_length=8, choices=Kind, default=Kind.START)
     status = models.CharField(max_length=16, choices=Status, default=Status.QUEUED)
     input = ExactJSONField(null=True, blank=True, help_text="The input, or the resume payload.")
+    context = ExactJSONField(
+        null=True,
+        blank=True,
+        help_text="The graph's runtime.context (a JSON object): who requested the run, and "
+        "what the caller gave; a resume carries on the context of the run it continues.",
+    )
     result = ExactJSONField(null=True, blank=True)
     error = models.TextField(blank=True, default="")
     lease_owner = models.CharField(max_length=255, blank=True, default="")

@@ -395,6 +395,17 @@ def split_frames(parts: list[str]) -> list[str]:
     return frames
 
 
+def _into_list(list_id: str, html: str) -> str:
+    """`html` (elements with ids) as a push into the keyed list `list_id` of a page.
+
+    Rows and run events are pushed into their list, which is always on the page, never at
+    the row or event itself, which the page may lack (htmx logs `htmx:oobErrorNoTarget`
+    for a fragment without a target). The page's script (`static/js/beamweaver.js`) makes
+    the list keyed: an element whose id the page already has replaces that element (a
+    replayed event, a changed row), and a `data-remove` marker removes it."""
+    return f'<div hx-swap-oob="beforeend:#{list_id}">{html}</div>'
+
+
 def _item_id(message: dict[str, Any]) -> int | None:
     try:
         return int(message.get("item_id"))  # type: ignore[arg-type]
@@ -429,48 +440,38 @@ class InboxConsumer(LiveConsumer):
             return
         # All the rows noted during a render are rendered together, with one page, one
         # count and one pager.
-        if self.dirty.get(item_id) != realtime.CREATED:
-            self.note(item_id, str(message.get("type")))
+        self.note(item_id)
 
-    def frames(self, batch: dict[int, str]) -> list[str]:
+    def frames(self, batch: dict[int, bool]) -> list[str]:
         return self._rows_frames(batch)
 
-    def merged(self, earlier: dict[int, str], later: dict[int, str]) -> dict[int, str]:
-        # A row that was created stays an append, whatever was noted since.
-        kept = {key: value for key, value in earlier.items() if value == realtime.CREATED}
-        return {**earlier, **later, **kept}
-
-    def _rows_frames(self, batch: dict[int, str]) -> list[str]:
+    def _rows_frames(self, batch: dict[int, bool]) -> list[str]:
         """The rows of `batch`, then the counts and the pager, in frames of at most
         `FRAME_BUDGET` bytes each."""
         items = self._items()
         context = partials.inbox_context(items, self.query)
         parts = []
-        for item_id, event in batch.items():
-            parts += self._row_parts(items, context, item_id, event)
+        for item_id in batch:
+            parts += self._row_parts(items, context, item_id)
         context["oob"] = True
         parts.append(partials.render(partials.INBOX, "inbox-counts", context))
         parts.append(partials.render(partials.INBOX, "inbox-pager", context))
         return split_frames(parts)
 
-    def _row_parts(
-        self, items: Any, context: dict[str, Any], item_id: int, event: str
-    ) -> list[str]:
+    def _row_parts(self, items: Any, context: dict[str, Any], item_id: int) -> list[str]:
+        """The row, put into the page's list (it replaces the row if the page has it), or
+        a marker that removes the row if the page has it (it is not listed there now)."""
         item = items.select_related("thread", "claimed_by", "assignee").filter(pk=item_id).first()
         if item is None:
             return []
         listed_on = inbox.page_number_of(items, self.query, item)
-        row = {"item": item}
         if listed_on is None or listed_on != context["page"].number:
-            return [partials.render(partials.INBOX, "inbox-row", {**row, "oob": "delete"})]
-        if event == realtime.CREATED:
-            # Delete first: appending twice (a poll raced the push) never duplicates.
-            html = partials.render(partials.INBOX, "inbox-row", row)
             return [
-                partials.render(partials.INBOX, "inbox-row", {**row, "oob": "delete"}),
-                f'<div hx-swap-oob="beforeend:#inbox-rows">{html}</div>',
+                _into_list("inbox-rows", f'<li id="item-row-{item.pk}" data-remove hidden></li>')
             ]
-        return [partials.render(partials.INBOX, "inbox-row", {**row, "oob": "true"})]
+        return [
+            _into_list("inbox-rows", partials.render(partials.INBOX, "inbox-row", {"item": item}))
+        ]
 
 
 class ItemConsumer(LiveConsumer):
@@ -660,11 +661,7 @@ def _render_event(run_id: Any, record: dict[str, Any]) -> tuple[str, str] | None
     except (TypeError, ValueError):
         return None
     html = partials.render(partials.THREAD, "run-event", {"event": event})
-    # Delete first so that a replayed event never appears twice.
-    return event["dom_id"], (
-        f'<li id="{event["dom_id"]}" hx-swap-oob="delete"></li>'
-        f'<div hx-swap-oob="beforeend:#thread-events">{html}</div>'
-    )
+    return event["dom_id"], _into_list("thread-events", html)
 
 
 __all__ = ["InboxConsumer", "ItemConsumer", "LiveConsumer", "ThreadConsumer"]

@@ -22,7 +22,8 @@ On an item that needs several approvals (`reviews.quorum`), an approval that is 
 the last one is stored and answered with 202 `approval_recorded`; the item stays pending.
 Otherwise (200 `accepted`) it stores the decision (one per item, enforced by a unique
 constraint), appends the audit event and queues the resume through
-`beamweaver_core.runtime.service.resume_thread`. Approvals and edits are bound to what
+`beamweaver_core.runtime.service.resume_thread`, in the run's own context (which names
+who requested the run; the decider is recorded here, not put in it). Approvals and edits are bound to what
 executes (`HITL.bind_decisions`): the resume value carries each one's execution digest,
 and the middleware refuses a call that no longer matches it. The reviewer's private note
 is stored with the decision and the audit event, never in the resume value; a preset

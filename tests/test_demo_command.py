@@ -264,5 +264,19 @@ def test_a_newcomer_logs_in_with_the_printed_credentials_and_completes_review_lo
             )
             assert "Refunded $300.00 on order 1236" in done
             assert item not in reviewer.pending()
+
+            # A deletion's review says who asked for it: the run's context names the
+            # reviewer who started it (the seeded one was queued by the demo itself).
+            message = {
+                "graph": "ops_assistant",
+                "message": "Delete closed records older than 30 days",
+            }
+            status, started, _ = reviewer.post("/runs/new/", reviewer.get("/runs/new/"), message)
+            path = urllib.parse.urlsplit(started).path
+            found = until(lambda: re.search(r'href="/items/(\d+)/"', reviewer.get(path)), "a pause")
+            assert "Requested by: reviewer" in other.get(f"/items/{found.group(1)}/")
+            assert any(
+                "Requested by: manage.py demo" in reviewer.get(f"/items/{seed}/") for seed in seeded
+            )
     finally:
         stop_server(pgdata)

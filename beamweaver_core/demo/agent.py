@@ -48,12 +48,15 @@ def describe_refund(call: Mapping[str, Any], state: Mapping[str, Any]) -> str:
 
 
 def describe_deletion(call: Mapping[str, Any], state: Mapping[str, Any], runtime: Runtime) -> str:
-    """Which records the deletion would remove right now, and who asked for it."""
+    """Which records the deletion would remove right now, and who asked for it (the run's
+    context names the user who started it from the inbox or an API)."""
     args = call["args"]
     days, status = int(args.get("older_than_days", 0)), args.get("status")
     doomed = current_store().matching_records(days, status)
     context = runtime.context if isinstance(runtime.context, Mapping) else {}
-    requested_by = context.get("user_id", "unknown")
+    requested_by = (
+        context.get("username") or context.get("user_id") or context.get("source") or "unknown"
+    )
     scope = f" with status {status!r}" if status else ""
     ids = ", ".join(r.id for r in doomed) or "none"
     return (

@@ -91,8 +91,8 @@ def _advance(
         if resumed is not None:
             return resumed
     if claim.kind == Run.Kind.START:
-        return graph.invoke(claim.input or {}, config, on_event=recorder)
-    return graph.resume(claim.input, config, on_event=recorder)
+        return graph.invoke(claim.input or {}, config, context=claim.context, on_event=recorder)
+    return graph.resume(claim.input, config, context=claim.context, on_event=recorder)
 
 
 def _continue_retry(
@@ -110,7 +110,7 @@ def _continue_retry(
     if claim.kind == Run.Kind.RESUME and isinstance(claim.input, dict):
         remaining = {k: v for k, v in claim.input.items() if k in pending}
         if remaining:
-            return graph.resume(remaining, config, on_event=recorder)
+            return graph.resume(remaining, config, context=claim.context, on_event=recorder)
     elif claim.kind == Run.Kind.RESUME and not wrote:
         return None
     if snapshot.interrupts:
@@ -118,7 +118,7 @@ def _continue_retry(
             interrupt=snapshot.interrupts[0], interrupts=snapshot.interrupts, state=snapshot.values
         )
     if snapshot.next:
-        return graph.invoke(None, config, on_event=recorder)
+        return graph.invoke(None, config, context=claim.context, on_event=recorder)
     return Completed(state=snapshot.values)
 
 

@@ -34,6 +34,8 @@ class Claim:
     token: int
     attempts: int
     lease_expires_at: datetime
+    context: Any = None
+    """The graph's `runtime.context` for this run (a JSON object, or `None`)."""
 
 
 # One statement (atomic by itself, no BEGIN/COMMIT round trips): claim the run and mark
@@ -59,7 +61,8 @@ UPDATE bw_run AS r
          ORDER BY q.created_at, q.id
          LIMIT 1
            FOR UPDATE OF q, th SKIP LOCKED)
-RETURNING r.id, r.thread_id, r.graph, r.kind, r.input, r.fencing_token, r.attempts, r.lease_expires_at
+RETURNING r.id, r.thread_id, r.graph, r.kind, r.input, r.fencing_token, r.attempts, r.lease_expires_at,
+          r.context
 ), running AS (
 UPDATE bw_thread AS t SET status = 'running', updated_at = now()
   FROM claimed WHERE t.id = claimed.thread_id
@@ -86,9 +89,11 @@ def _claim(sql: str, params: list[Any], using: str) -> Claim | None:
         row = cursor.fetchone()
     if row is None:
         return None
-    payload = row[4]
+    payload, context = row[4], row[8]
     if isinstance(payload, str):
         payload = json.loads(payload)
+    if isinstance(context, str):
+        context = json.loads(context)
     return Claim(
         run_id=row[0] if isinstance(row[0], UUID) else UUID(str(row[0])),
         thread_id=row[1],
@@ -98,6 +103,7 @@ def _claim(sql: str, params: list[Any], using: str) -> Claim | None:
         token=row[5],
         attempts=row[6],
         lease_expires_at=row[7],
+        context=context,
     )
 
 

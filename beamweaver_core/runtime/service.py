@@ -20,6 +20,7 @@ from beamweaver_core.checkpoint import serde
 from beamweaver_core.exceptions import BeamWeaverError, ThreadBusyError
 from beamweaver_core.models import Run, Thread
 from beamweaver_core.runtime import registry
+from beamweaver_core.runtime.context import run_context
 from beamweaver_core.runtime.signals import run_finished
 from beamweaver_core.runtime.wakeup import notify_run_queued
 
@@ -46,12 +47,18 @@ def start_run(
     thread_id: str | None = None,
     user: Any = None,
     metadata: Mapping[str, Any] | None = None,
+    context: Mapping[str, Any] | None = None,
 ) -> Run:
-    """Queue a run of the registered `graph` on `input` (a new thread unless given)."""
+    """Queue a run of the registered `graph` on `input` (a new thread unless given).
+
+    `context` (a JSON object) is the graph's `runtime.context`, kept with the run and
+    reused by the thread's resumes; with a `user`, it also carries the requester's
+    `user_id` and `username` (taken from `user`, replacing keys of those names)."""
     registry.load(graph)
     if not isinstance(input, Mapping):
         raise ValueError(f"The input of a run must be a JSON object, got {input!r}.")
     payload = _jsonable(dict(input), "input")
+    context_payload = run_context(context, user)
     thread_id = thread_id or uuid.uuid4().hex
     metadata_json = json.dumps(dict(metadata or {}), ensure_ascii=False)
     with _busy(thread_id), transaction.atomic():
@@ -67,7 +74,7 @@ def start_run(
             raise ThreadBusyError(
                 f"Thread {thread_id!r} already has a queued run; wait for it to start."
             )
-        run = _create(Thread(id=thread_id), graph, Run.Kind.START, payload, user)
+        run = _create(Thread(id=thread_id), graph, Run.Kind.START, payload, user, context_payload)
     return run
 
 
@@ -90,11 +97,19 @@ def resume_thread(
     answers: Mapping[str, Any] | None,
     *,
     user: Any = None,
+    context: Mapping[str, Any] | None = None,
 ) -> Run:
     """Queue a resume of the thread with `answers` (`{interrupt_id: answer}`; `None` to
     continue past a breakpoint). Answers for a thread whose resume is still queued join
-    that run, so several decisions of one thread resume it once."""
+    that run, so several decisions of one thread resume it once.
+
+    The resume carries on the context of the run it continues, unless `context` gives a
+    new one (which replaces it whole; `user`, the one answering, is not put in it: the
+    context keeps naming who requested the run). A queued resume has one context: answers
+    join it without a context or with that same one, and a different one is refused
+    (`ThreadBusyError`) rather than dropped."""
     payload = None if answers is None else _jsonable(dict(answers), "answers")
+    new_context = None if context is None else run_context(context)
     with _busy(thread_id), transaction.atomic():
         thread = Thread.objects.select_for_update().filter(id=thread_id).first()
         if thread is None:
@@ -111,6 +126,13 @@ def resume_thread(
                 raise ThreadBusyError(
                     f"Thread {thread_id!r} has a queued {queued.kind} run; resume it after that run starts."
                 )
+            if new_context is not None and new_context != queued.context:
+                raise ThreadBusyError(
+                    f"Thread {thread_id!r} already has a queued resume with another context, "
+                    "and its answers resume the thread with that one; answer without a context "
+                    "(or with the same one) to join it, or give the new context once that "
+                    "resume has started."
+                )
             merged = dict(queued.input or {})
             clash = [k for k in (payload or {}) if k in merged and merged[k] != payload[k]]  # type: ignore[index]
             if clash:
@@ -121,10 +143,17 @@ def resume_thread(
             queued.input = merged
             queued.save(update_fields=["input", "updated_at"])
             return queued
-        return _create(thread, thread.graph, Run.Kind.RESUME, payload, user)
+        if new_context is None:
+            new_context = (
+                Run.objects.filter(thread=thread)
+                .order_by("-created_at")
+                .values_list("context", flat=True)
+                .first()
+            )
+        return _create(thread, thread.graph, Run.Kind.RESUME, payload, user, new_context)
 
 
-def _create(thread: Thread, graph: str, kind: str, payload: Any, user: Any) -> Run:
+def _create(thread: Thread, graph: str, kind: str, payload: Any, user: Any, context: Any) -> Run:
     """Insert the queued run, in the caller's transaction, which holds the thread's row
     lock and has checked that no run is queued on it. No savepoint: should the one-queued-
     run constraint still refuse it (a run re-queued by an operator meanwhile), the whole
@@ -134,6 +163,7 @@ def _create(thread: Thread, graph: str, kind: str, payload: Any, user: Any) -> R
         graph=graph,
         kind=kind,
         input=payload,
+        context=context,
         created_by=user if getattr(user, "pk", None) is not None else None,
     )
     transaction.on_commit(lambda: notify_run_queued(run.id))

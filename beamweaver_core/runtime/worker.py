@@ -17,6 +17,7 @@ import socket
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -151,38 +152,49 @@ class Worker:
         ident = threading.get_ident()
         with self._lock:
             self._current[ident] = claim
-        beat_stop = threading.Event()
-        beat = threading.Thread(
-            target=self._heartbeat,
-            args=(claim, beat_stop),
-            name=f"beamweaver-heartbeat-{claim.run_id}",
-            daemon=True,
-        )
-        beat.start()
         try:
-            status = execute(claim)
+            with heartbeating(claim, self.conf):
+                status = execute(claim)
             logger.info(
                 "Run %s (%s on %s) -> %s", claim.run_id, claim.graph, claim.thread_id, status
             )
             self.completed += 1
         finally:
-            beat_stop.set()
-            beat.join(5)
             with self._lock:
                 self._current.pop(ident, None)
 
-    def _heartbeat(self, claim: Claim, stop: threading.Event) -> None:
-        try:
-            while not stop.wait(self.conf.heartbeat_seconds):
-                try:
-                    if not extend_lease(claim, self.conf.lease_seconds):
-                        logger.warning("Run %s: lease lost (taken over or cancelled)", claim.run_id)
-                        return
-                except DatabaseError as exc:
-                    logger.warning("Run %s: heartbeat failed (%s); will retry", claim.run_id, exc)
-                    _discard_broken_connections()
-        finally:
-            connections.close_all()
+
+@contextlib.contextmanager
+def heartbeating(claim: Claim, conf: WorkerSettings) -> Iterator[None]:
+    """Extend the claim's lease every `conf.heartbeat_seconds` while the body runs, from a
+    thread of its own (a tool that blocks the body's thread does not let the lease lapse)."""
+    stop = threading.Event()
+    beat = threading.Thread(
+        target=_heartbeat,
+        args=(claim, conf, stop),
+        name=f"beamweaver-heartbeat-{claim.run_id}",
+        daemon=True,
+    )
+    beat.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        beat.join(5)
+
+
+def _heartbeat(claim: Claim, conf: WorkerSettings, stop: threading.Event) -> None:
+    try:
+        while not stop.wait(conf.heartbeat_seconds):
+            try:
+                if not extend_lease(claim, conf.lease_seconds):
+                    logger.warning("Run %s: lease lost (taken over or cancelled)", claim.run_id)
+                    return
+            except DatabaseError as exc:
+                logger.warning("Run %s: heartbeat failed (%s); will retry", claim.run_id, exc)
+                _discard_broken_connections()
+    finally:
+        connections.close_all()
 
 
 def _discard_broken_connections() -> None:
@@ -225,4 +237,11 @@ def stop_process_worker(timeout: float = 10.0) -> None:
         worker.stop(timeout)
 
 
-__all__ = ["Worker", "WorkerSettings", "inline_mode", "process_worker", "stop_process_worker"]
+__all__ = [
+    "Worker",
+    "WorkerSettings",
+    "heartbeating",
+    "inline_mode",
+    "process_worker",
+    "stop_process_worker",
+]

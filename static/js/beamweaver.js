@@ -44,6 +44,27 @@
     showBanner("The server cannot be reached. Check your connection, then reload the page.");
   });
 
+  // Keyed lists (data-keyed-list: the inbox rows, a thread's run events). The server
+  // pushes rows and events into their list, which is always on the page, never at an
+  // element the page may lack (htmx logs htmx:oobErrorNoTarget for those). Here an
+  // element whose id the page already has replaces that element instead of appearing
+  // twice (a changed row, a replayed event), and a data-remove marker removes it.
+  document.addEventListener("htmx:oobBeforeSwap", function (event) {
+    var target = event.detail.target;
+    var fragment = event.detail.fragment;
+    if (!target || !target.hasAttribute("data-keyed-list") || !fragment || !fragment.children) return;
+    Array.prototype.slice.call(fragment.children).forEach(function (element) {
+      var existing = element.id ? document.getElementById(element.id) : null;
+      if (element.hasAttribute("data-remove")) {
+        element.remove();
+        if (existing) existing.remove();
+      } else if (existing) {
+        existing.replaceWith(element);
+        htmx.process(element);
+      }
+    });
+  });
+
   // The live-connection indicator.
   function setLive(state, text) {
     var dot = document.getElementById("live-status");

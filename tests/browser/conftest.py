@@ -11,6 +11,7 @@ tests are transactional, so the server sees them) and drives the browsers.
 from __future__ import annotations
 
 import json
+import re
 import socket
 import subprocess
 import sys
@@ -131,13 +132,35 @@ def browser() -> Iterator[Any]:
         chromium.close()
 
 
+# Reports every Content-Security-Policy violation of a page (and its frames) to the test,
+# before any of the page's own scripts run, with what was blocked and where.
+_REPORT_CSP = """
+document.addEventListener("securitypolicyviolation", (event) => {
+  window.__bwCspViolation(
+    `${event.violatedDirective} blocked ${event.blockedURI || "inline"} at ` +
+    `${event.sourceFile || event.documentURI}:${event.lineNumber} (${event.sample || ""})`
+  );
+}, true);
+"""
+# How Chromium reports an HTTP error status of a request in the console.
+_HTTP_ERROR = re.compile(r"^Failed to load resource: the server responded with a status of (\d+)")
+_ANSWERS = frozenset({409, 410, 422})
+"""Statuses the pages show as answers, not errors (`responseHandling` in base.html)."""
+
+
 class Session:
-    """A logged-in browser context for one user; records dialogs and page errors."""
+    """A logged-in browser context for one user. Records, for every page it opens, the
+    dialogs, script errors, console errors and CSP violations; the fixtures fail the test
+    if any error or violation occurred that the test did not declare (`expect_errors`).
+
+    A response the page shows as an answer (409, 410, 422, and a 403 the server marks as
+    a review-policy refusal) is not an error, though Chromium logs its status."""
 
     def __init__(self, browser: Any, base: str, user: User) -> None:
         client = Client()
         client.force_login(user)
         self.base = base
+        self.user = user.get_username()
         self.context = browser.new_context(viewport={"width": 1100, "height": 900})
         self.context.add_cookies(
             [{"name": "sessionid", "value": client.cookies["sessionid"].value, "url": base}]
@@ -146,19 +169,47 @@ class Session:
         self.errors: list[str] = []
         self.requests: list[str] = []
         self.csp_violations: list[str] = []
+        self._console_errors: list[tuple[str, str]] = []
+        self._answers: set[str] = set()
+        self._expected: list[str] = []
+        self.context.expose_binding(
+            "__bwCspViolation", lambda source, text: self.csp_violations.append(text)
+        )
+        self.context.add_init_script(script=_REPORT_CSP)
+        self.context.on("console", self._console)
+        self.context.on("dialog", self._dialog)
+        self.context.on("weberror", lambda error: self.errors.append(str(error.error)))
+        self.context.on("response", self._response)
         self.page = self.context.new_page()
-        self.page.on("console", self._console)
-        self.page.on("dialog", self._dialog)
-        self.page.on("pageerror", lambda exc: self.errors.append(str(exc)))
         self.page.on("request", lambda request: self.requests.append(request.url))
 
     def _console(self, message: Any) -> None:
-        if "Content Security Policy" in message.text:
-            self.csp_violations.append(message.text)
+        if message.type == "error":
+            self._console_errors.append((message.text, message.location.get("url", "")))
+
+    def _response(self, response: Any) -> None:
+        refusal = response.status == 403 and response.headers.get("x-beamweaver-refusal")
+        if response.status in _ANSWERS or refusal:
+            self._answers.add(response.url)
 
     def _dialog(self, dialog: Any) -> None:
         self.dialogs.append(dialog.message)
         dialog.dismiss()
+
+    def expect_errors(self, *fragments: str) -> None:
+        """Declare console errors this test provokes on purpose (each containing one of
+        `fragments`): they do not fail it."""
+        self._expected.extend(fragments)
+
+    @property
+    def console_errors(self) -> list[str]:
+        """Console errors, except the logged statuses of answers and declared ones."""
+        return [
+            f"{text} ({url})"
+            for text, url in self._console_errors
+            if not (_HTTP_ERROR.match(text) and url in self._answers)
+            and not any(fragment in text for fragment in self._expected)
+        ]
 
     def open(self, path: str) -> Any:
         self.page.goto(self.base + path)
@@ -168,12 +219,39 @@ class Session:
         """Wait until the page's websocket is open (its first resync has been sent)."""
         self.page.wait_for_selector('#live-status[data-state="open"]', timeout=10_000)
 
+    def problems(self) -> dict[str, list[str]]:
+        """What went wrong in the browser: script errors, console errors, CSP violations
+        (those declared with `expect_errors` excepted)."""
+        found = {
+            "page errors": self.errors,
+            "console errors": self.console_errors,
+            "CSP violations": [
+                text
+                for text in self.csp_violations
+                if not any(fragment in text for fragment in self._expected)
+            ],
+        }
+        return {kind: list(items) for kind, items in found.items() if items}
+
     def close(self) -> None:
         self.context.close()
 
 
+def close_checked(sessions: list[Session]) -> None:
+    """Close the sessions; fail if any of them saw an error or a CSP violation."""
+    problems = {}
+    for session in sessions:
+        session.page.wait_for_timeout(200)  # what the last step started reports itself
+        if session.problems():
+            problems[session.user] = session.problems()
+        session.close()
+    assert not problems, f"The browser reported problems: {json.dumps(problems, indent=2)}"
+
+
 @pytest.fixture
 def sessions(browser: Any, daphne_server: str) -> Iterator[Any]:
+    """Opens logged-in browser sessions (`sessions(user)`); at the end of the test, fails
+    it if any page of theirs logged an error or violated the CSP."""
     opened: list[Session] = []
 
     def open_session(user: User) -> Session:
@@ -182,5 +260,4 @@ def sessions(browser: Any, daphne_server: str) -> Iterator[Any]:
         return session
 
     yield open_session
-    for session in opened:
-        session.close()
+    close_checked(opened)

@@ -112,6 +112,27 @@ def test_an_edit_with_a_schema_error_is_shown_inline(sessions: Any) -> None:
     assert alice.errors == [] and alice.csp_violations == []
 
 
+def test_a_refused_decision_swaps_in_without_inline_styles(sessions: Any) -> None:
+    """A reviewer resized a text box (the browser gives it a style attribute), then sent
+    an invalid edit: the 422 answer swaps in without any CSP violation (htmx's settle step
+    copied the style attribute to the new form, which the CSP refuses); the `sessions`
+    fixture fails the test on any violation or console error."""
+    alice = sessions(make_reviewer("alice"))
+    service.start_run("tool_review", {}, thread_id="resized-1")
+    item = paused_item("resized-1")
+    page = alice.open(f"/items/{item.pk}/")
+    alice.wait_live()
+
+    page.check("input[name=d0-type][value=edit]")
+    # What dragging a text box's corner does.
+    page.eval_on_selector("#d0-message", "box => { box.style.height = '12em'; }")
+    page.fill("#d0-arg1", "9")
+    page.click("#decision-form button[type=submit]:has-text('Submit decision')")
+
+    page.wait_for_selector("#d0-arg1-error", timeout=WAIT)
+    assert page.locator("#d0-message").count() == 1
+
+
 def test_a_stale_double_decision_is_refused(sessions: Any) -> None:
     alice, bob = sessions(make_reviewer("alice")), sessions(make_reviewer("bob"))
     service.start_run("tool_review", {}, thread_id="stale-1")
@@ -238,6 +259,8 @@ def test_a_changed_session_is_reported_instead_of_failing_silently(sessions: Any
     other_tab.wait_for_url(f"{alice.base}/", timeout=WAIT)
 
     page.check("input[name=d0-type][value=approve]")
+    # The refused POST is what this test is about: it is logged, and the page says why.
+    alice.expect_errors("status of 403 (Forbidden)", "Response Status Error Code 403")
     page.click("#decision-form button[type=submit]:has-text('Submit decision')")
 
     banner = page.wait_for_selector("#session-banner", state="visible", timeout=WAIT)

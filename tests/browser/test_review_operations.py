@@ -173,3 +173,20 @@ def test_the_review_operations_pages_fit_a_phone(sessions: Any) -> None:
         width = alice.page.evaluate("document.documentElement.scrollWidth")
         assert width <= 375, f"{path} is {width}px wide"
     clean(alice)
+
+
+def test_the_admin_run_page_shows_the_context_read_only(sessions: Any) -> None:
+    """The run's context on its admin page, as plain text, with no field to edit it (and,
+    like every page, no inline style the CSP refuses)."""
+    user = make_reviewer("root", is_staff=True, is_superuser=True)
+    root = sessions(user)
+    run = service.start_run(
+        "tool_review", {}, thread_id="admin-context", user=user, context={"tenant": "acme"}
+    )
+    wait_for(lambda: ReviewItem.objects.filter(thread_id="admin-context").exists())
+
+    page = root.open(f"/admin/beamweaver_core/run/{run.pk}/change/")
+
+    shown = page.inner_text(".field-context_json")
+    assert '"tenant": "acme"' in shown and '"username": "root"' in shown
+    assert page.locator("textarea, input[name=context]").count() == 0

@@ -57,17 +57,32 @@ def test_run_graph_takes_json_like_the_other_commands() -> None:
     assert (result["status"], result["thread_id"]) == ("interrupted", "cli-2")
 
 
+def test_run_graph_runs_the_graph_in_the_context_given() -> None:
+    result = json.loads(
+        run_command("run_graph", "contextual", "--input", "{}", "--context", '{"tenant": "acme"}')
+    )
+    assert (result["status"], result["context"]) == ("interrupted", {"tenant": "acme"})
+    assert result["result"]["interrupts"][0]["value"]["context"] == {"tenant": "acme"}
+    assert Run.objects.get(id=result["run_id"]).context == {"tenant": "acme"}
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
         (["approval", "--input", "{not json"], "--input is not valid JSON"),
         (["approval", "--input", "[1, 2]"], "--input must be a JSON object"),
         (["missing", "--input", "{}"], "No graph named 'missing' is registered"),
+        (["approval", "--input", "{}", "--context", "{not json"], "--context is not valid JSON"),
+        (["approval", "--input", "{}", "--context", '"acme"'], "--context must be a JSON object"),
+        (["approval", "--input", "{}", "--context", "[1]"], "--context must be a JSON object"),
+        (["approval", "--input", "{}", "--context", "[" * 5000], "--context is nested too deeply"),
+        (["approval", "--input", "{}", "--context", '{"__bw__": 1}'], "reserved key '__bw__'"),
     ],
 )
 def test_run_graph_refuses_bad_input(args: list[str], message: str) -> None:
     with pytest.raises(CommandError, match=message):
         run_command("run_graph", *args)
+    assert not Run.objects.exists()
 
 
 def test_run_graph_exits_2_when_the_run_fails() -> None:

@@ -19,7 +19,7 @@ import pytest
 from beamweaver_core.runtime import service
 from bench.hostile.agents import agent_input
 from reviews.models import ReviewItem
-from tests.browser.conftest import Session
+from tests.browser.conftest import Session, close_checked
 from tests.reviews.conftest import make_reviewer
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -76,12 +76,7 @@ class Watched(Session):
             " && e.textContent === 'pwned-rows' || e.textContent === 'pwned-form').length"
             " ? 'pwned' : ''"
         )
-        assert (self.dialogs, self.attacker, self.errors, self.csp_violations) == (
-            [],
-            [],
-            [],
-            [],
-        ), surface
+        assert (self.dialogs, self.attacker, self.problems()) == ([], [], {}), surface
 
 
 @pytest.fixture
@@ -94,8 +89,7 @@ def watched(browser: Any, server: str) -> Iterator[Any]:
         return session
 
     yield open_session
-    for session in opened:
-        session.close()
+    close_checked(opened)
 
 
 def wait_for(condition: Any, timeout: float = 20.0) -> Any:
@@ -161,6 +155,7 @@ def test_pages_with_decision_buttons_cannot_be_framed(watched: Any, server: str)
     )
     item = wait_for(lambda: ReviewItem.objects.filter(thread_id=run.thread_id).first())
     page = alice.page
+    alice.expect_errors("frame-ancestors")  # the refusal this test is about
 
     page.set_content(
         f'<iframe id="frame" src="{server}/items/{item.pk}/" width="800" height="600"></iframe>'

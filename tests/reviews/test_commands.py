@@ -11,6 +11,9 @@ from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
+from beamweaver_core.models import Run
+from beamweaver_core.runtime.worker import Worker, WorkerSettings
+from reviews.management.commands.resume import Command as ResumeCommand
 from reviews.models import AuditEvent, Decision, ReviewItem
 from tests.reviews.conftest import make_reviewer, pause, run_next
 
@@ -63,7 +66,7 @@ def test_resume_decides_like_the_inbox_as_the_system_user() -> None:
     assert (decision.source, decision.user.username) == ("command", "beamweaver-system")
     assert decision.user.has_usable_password() is False
     assert AuditEvent.objects.get(action="decided").source == "command"
-    assert run_next().status == "succeeded"
+    assert out["run"]["status"] == "succeeded"
 
 
 def test_resume_as_a_named_reviewer(alice: User) -> None:
@@ -177,9 +180,117 @@ def test_resume_continues_a_breakpoint() -> None:
         run("resume", item.thread_id, "--value", "1")
     run("resume", item.thread_id, "--value", "null")
 
-    assert run_next().status == "succeeded"
+    assert Run.objects.get(kind="resume").status == "succeeded"
 
 
 def test_resume_needs_an_answer() -> None:
     with pytest.raises(CommandError, match="one of the arguments --value --decisions is required"):
         run("resume", "t")
+
+
+# What the resumed run does: here (the default), waited for (--wait), or only queued.
+
+
+def test_resume_runs_the_resumed_run_here_to_its_end_without_a_worker() -> None:
+    """No worker runs: the command claims the resumed run as a worker would and runs it
+    in its own process, and says how it ended."""
+    item = pause()
+
+    out = json.loads(
+        run("resume", item.thread_id, "--decisions", '[{"type": "approve"}]', "--json")
+    )
+
+    resume = Run.objects.get(kind="resume")
+    assert (resume.status, resume.lease_owner, resume.attempts) == ("succeeded", "", 1)
+    assert out["run"] == {
+        "run_id": str(resume.id),
+        "thread_id": item.thread_id,
+        "graph": "tool_review",
+        "status": "succeeded",
+        "context": None,
+        "result": resume.result,
+        "error": None,
+    }
+    assert not Run.objects.filter(status="queued").exists()
+
+
+def test_resume_says_when_the_resumed_run_pauses_again() -> None:
+    item = pause("pair")
+    left = ReviewItem.objects.filter(thread_id=item.thread_id).order_by("node").first()
+    assert left is not None
+
+    out = run("resume", item.thread_id, "--value", '"L"', "--interrupt", left.interrupt_id)
+
+    resume = Run.objects.get(kind="resume")
+    assert resume.status == "interrupted"
+    assert out.splitlines()[1] == (
+        f"Resume run {resume.id}: paused again for review (see `manage.py pending`)."
+    )
+
+
+def test_resume_no_wait_only_queues_the_resumed_run() -> None:
+    first, second = pause(), pause()
+    approve = ("--decisions", '[{"type": "approve"}]', "--no-wait")
+
+    out = json.loads(run("resume", first.thread_id, *approve, "--json"))
+    text = run("resume", second.thread_id, *approve)
+
+    assert out["run"]["status"] == "queued"
+    assert text.splitlines()[1].endswith(
+        "queued; a worker resumes it (`manage.py beamweaver_worker` runs workers)."
+    )
+    assert Run.objects.filter(kind="resume", status="queued").count() == 2
+    assert run_next().status == "succeeded"
+
+
+def test_resume_wait_without_a_worker_gives_up_after_the_timeout() -> None:
+    item = pause()
+
+    with pytest.raises(CommandError) as waited:
+        run(
+            "resume",
+            item.thread_id,
+            "--decisions",
+            '[{"type": "approve"}]',
+            "--wait",
+            "--timeout",
+            "0.5",
+        )
+
+    assert waited.value.returncode == 3
+    assert "The decision is recorded, but resume run" in str(waited.value)
+    assert "is still queued after 0.5 s" in str(waited.value)
+    assert Run.objects.get(kind="resume").status == "queued"
+    assert Decision.objects.count() == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_resume_wait_reports_what_a_worker_made_of_the_resumed_run() -> None:
+    item = pause()
+    worker = Worker(
+        threads=1,
+        name="other-process",
+        conf=WorkerSettings(
+            lease_seconds=10, heartbeat_seconds=1, poll_seconds=0.2, max_attempts=3
+        ),
+    ).start()
+    try:
+        out = json.loads(
+            run(
+                "resume", item.thread_id, "--decisions", '[{"type": "approve"}]', "--wait", "--json"
+            )
+        )
+    finally:
+        worker.stop(5)
+
+    assert out["run"]["status"] == "succeeded"
+    assert worker.completed == 1
+
+
+def test_resume_help_says_where_the_resumed_run_runs() -> None:
+    text = " ".join(ResumeCommand().create_parser("manage.py", "resume").format_help().split())
+
+    assert "runs it to its next pause or end in its own process" in text
+    assert "--wait waits for a worker" in text and "--no-wait only queues it" in text
+    with pytest.raises(CommandError, match="--timeout must be a positive number of seconds"):
+        run("resume", "t", "--value", "1", "--timeout", "0")

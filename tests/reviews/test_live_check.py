@@ -70,7 +70,7 @@ def test_a_pushed_run_event_costs_one_statement_per_socket() -> None:
     assert (len(one), len(five)) == (1, 1)
     assert single is not None and len(single) == 1 and "run-event-" in single[0]
     assert together is not None and len(together) == 1
-    assert together[0].count('hx-swap-oob="delete"') == 5
+    assert together[0].count('hx-swap-oob="beforeend:#thread-events"') == 5
 
 
 def test_the_inbox_and_item_pages_recheck_with_one_statement_too() -> None:

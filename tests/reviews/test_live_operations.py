@@ -94,9 +94,7 @@ async def test_a_batch_removes_the_decided_rows_from_other_inboxes(serve_here: N
 
     assert report.summary == "2 applied."
     seen = ""
-    while not all(
-        f'id="item-row-{i.pk}" class="row status-decided"' in seen for i in (first, second)
-    ):
+    while not all(f'<li id="item-row-{i.pk}" data-remove hidden>' in seen for i in (first, second)):
         seen += await inbox.receive_from(timeout=5)
     await inbox.disconnect()
 

@@ -16,6 +16,7 @@ TEST_GRAPHS = {
     "steps": "tests.support.graphs:steps",
     "explode": "tests.support.graphs:explode",
     "pair": "tests.support.graphs:pair",
+    "contextual": "tests.support.graphs:contextual",
 }
 
 
@@ -85,3 +86,23 @@ pair = (
     .add_edge(START, "right")
     .compile()
 )
+
+
+def _ask_in_context(state: dict[str, Any], runtime: Any) -> dict[str, Any]:
+    answer = interrupt({"question": "Go on?", "context": runtime.context})
+    return {"asked_in": runtime.context, "answer": answer}
+
+
+def _finish_in_context(state: dict[str, Any], runtime: Any) -> dict[str, Any]:
+    return {"finished_in": runtime.context}
+
+
+contextual = (
+    Graph(name="contextual")
+    .add_node("ask", _ask_in_context)
+    .add_node("finish", _finish_in_context)
+    .add_edge(START, "ask")
+    .add_edge("ask", "finish")
+    .compile()
+)
+"""Shows the run's `runtime.context`: in its question, and in the state of each node."""

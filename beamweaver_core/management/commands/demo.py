@@ -84,7 +84,9 @@ class Command(BaseCommand):
         if not no_seed and not Thread.objects.filter(graph="ops_assistant").exists():
             for text in DEMO_REQUESTS:
                 service.start_run(
-                    "ops_assistant", {"messages": [{"role": "user", "content": text}]}
+                    "ops_assistant",
+                    {"messages": [{"role": "user", "content": text}]},
+                    context={"source": "manage.py demo"},
                 )
             self.stdout.write(
                 f"Queued {len(DEMO_REQUESTS)} demo requests; they will wait for your review."

@@ -1,4 +1,5 @@
-"""`manage.py run_graph NAME --input JSON [--thread ID]`: run a registered graph now."""
+"""`manage.py run_graph NAME --input JSON [--context JSON] [--thread ID]`: run a registered
+graph now."""
 
 from __future__ import annotations
 
@@ -10,9 +11,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from beamweaver_core.exceptions import BeamWeaverError
 from beamweaver_core.models import Run
 from beamweaver_core.runtime import registry, service
-from beamweaver_core.runtime.execution import execute
-from beamweaver_core.runtime.queue import claim_run
-from beamweaver_core.runtime.worker import WorkerSettings
+from beamweaver_core.runtime.foreground import run_here, run_outcome
 
 
 class Command(BaseCommand):
@@ -31,6 +30,12 @@ class Command(BaseCommand):
             required=True,
             help="The input state as a JSON object, e.g. '{\"messages\": [...]}'.",
         )
+        parser.add_argument(
+            "--context",
+            default=None,
+            help="The run's context (the graph's runtime.context) as a JSON object, e.g. "
+            '\'{"user_id": 7, "strict": true}\'; the thread\'s resumes reuse it.',
+        )
         parser.add_argument("--thread", default=None, help="Thread id (default: a new thread).")
         parser.add_argument(
             "--json",
@@ -39,36 +44,40 @@ class Command(BaseCommand):
             help="Print the outcome as JSON (the default; accepted like the other commands).",
         )
 
-    def handle(self, *args: Any, name: str, input: str, thread: str | None, **options: Any) -> None:
+    def handle(
+        self,
+        *args: Any,
+        name: str,
+        input: str,
+        context: str | None,
+        thread: str | None,
+        **options: Any,
+    ) -> None:
+        payload = _json_object("--input", input)
+        run_context = None if context is None else _json_object("--context", context)
         try:
-            payload = json.loads(input)
-        except json.JSONDecodeError as exc:
-            raise CommandError(f"--input is not valid JSON: {exc}") from None
-        if not isinstance(payload, dict):
-            raise CommandError(f"--input must be a JSON object, got {type(payload).__name__}.")
-        try:
-            run = service.start_run(name, payload, thread_id=thread)
+            run = service.start_run(name, payload, thread_id=thread, context=run_context)
         except (BeamWeaverError, LookupError, ValueError) as exc:
             raise CommandError(str(exc)) from None
-        conf = WorkerSettings.from_django()
-        claim = claim_run(run.id, "run_graph", conf.lease_seconds)
-        if claim is None:
+        if not run_here(run.id, owner="run_graph"):
             raise CommandError(
                 f"Run {run.id} was taken by a worker; follow it with `manage.py pending`."
             )
-        execute(claim)
         run.refresh_from_db()
-        self.stdout.write(json.dumps(describe(run), indent=2, sort_keys=True))
+        self.stdout.write(json.dumps(run_outcome(run), indent=2, sort_keys=True))
         if run.status == Run.Status.FAILED:
             raise CommandError(f"Run {run.id} failed.", returncode=2)
 
 
-def describe(run: Run) -> dict[str, Any]:
-    return {
-        "run_id": str(run.id),
-        "thread_id": run.thread_id,
-        "graph": run.graph,
-        "status": run.status,
-        "result": run.result,
-        "error": run.error or None,
-    }
+def _json_object(option: str, text: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise CommandError(f"{option} is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise CommandError(f"{option} is nested too deeply; flatten it.") from None
+    if not isinstance(value, dict):
+        raise CommandError(
+            f"{option} must be a JSON object, got {type(value).__name__}: {text[:100]}"
+        )
+    return value

@@ -1,5 +1,7 @@
 """`manage.py resume THREAD_ID (--value JSON | --decisions JSON) [--interrupt ID]
-[--user USERNAME]`: answer a pending review item exactly as the inbox would."""
+[--user USERNAME] [--wait | --no-wait]`: answer a pending review item exactly as the inbox
+would, then run the resumed run to its next pause or end in this process (or wait for a
+worker to, or only queue it)."""
 
 from __future__ import annotations
 
@@ -11,6 +13,8 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from beamweaver_core.models import Run
+from beamweaver_core.runtime.foreground import run_outcome, run_to_pause, wait_for_run
 from reviews import payloads
 from reviews.models import Decision, ReviewItem
 from reviews.permissions import can_review
@@ -43,7 +47,13 @@ class Command(BaseCommand):
         'decision per action request, e.g. \'[{"type": "approve"}]\'); interrupt() '
         "questions take --value (any JSON); breakpoints take --value null. Exit status 0 "
         "when the decision (or one approval of several) is recorded, 1 when it is refused "
-        "(the reason is printed). --note keeps a private note for the audit."
+        "(the reason is printed). --note keeps a private note for the audit. The decision "
+        "queues the resumed run; by default this command then runs it to its next pause or "
+        "end in its own process (through the same durable claim a worker takes; if a "
+        "worker has it already, it waits for the worker), --wait waits for a worker to "
+        "run it instead, --no-wait only queues it. The outcome (with the run's, as "
+        "run_graph prints it, under --json) is printed. Exit status 2 when the resumed run "
+        "fails, 3 when it is still unfinished after --timeout seconds."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -80,8 +90,34 @@ class Command(BaseCommand):
         parser.add_argument(
             "--json", action="store_true", dest="as_json", help="Print the outcome as JSON."
         )
+        mode = parser.add_mutually_exclusive_group()
+        mode.add_argument(
+            "--wait",
+            action="store_const",
+            const="wait",
+            dest="mode",
+            help="Wait for a worker to run the resumed run to its next pause or end.",
+        )
+        mode.add_argument(
+            "--no-wait",
+            action="store_const",
+            const="queue",
+            dest="mode",
+            help="Only queue the resumed run (a worker runs it).",
+        )
+        parser.set_defaults(mode="here")
+        parser.add_argument(
+            "--timeout",
+            type=float,
+            default=600.0,
+            help="Seconds to wait for the resumed run to pause or end (default 600).",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
+        if options["timeout"] <= 0:
+            raise CommandError(
+                f"--timeout must be a positive number of seconds, got {options['timeout']}."
+            )
         user = self._user(options["user"])
         item = self._item(options["thread_id"], options["interrupt"], user)
         text = options["decisions"] if options["decisions"] is not None else options["value"]
@@ -108,14 +144,42 @@ class Command(BaseCommand):
                 reason=options["reason"],
             )
         )
-        if options["as_json"]:
-            self.stdout.write(json.dumps(outcome.to_dict(), indent=2, sort_keys=True))
-        elif outcome.recorded:
-            run = f"; resume run {outcome.decision.resume_run_id}" if outcome.decision else ""
-            self.stdout.write(f"{outcome.message} Item #{item.pk}{run}.")
         if not outcome.recorded:
+            if options["as_json"]:
+                self.stdout.write(json.dumps(outcome.to_dict(), indent=2, sort_keys=True))
             details = "".join(f"\n  - {p['message']}" for p in outcome.problems)
             raise CommandError(f"HTTP {outcome.status} {outcome.code}: {outcome.message}{details}")
+        run = self._follow(outcome.decision, options["mode"], options["timeout"])
+        if options["as_json"]:
+            shown = {**outcome.to_dict(), "run": None if run is None else run_outcome(run)}
+            self.stdout.write(json.dumps(shown, indent=2, sort_keys=True))
+        else:
+            self.stdout.write(f"{outcome.message} Item #{item.pk}.")
+            if run is not None:
+                self.stdout.write(f"Resume run {run.id}: {_progress(run)}")
+        if run is not None and run.status == Run.Status.FAILED:
+            raise CommandError(f"Resume run {run.id} failed.", returncode=2)
+        if (
+            run is not None
+            and run.status in (Run.Status.QUEUED, Run.Status.RUNNING)
+            and options["mode"] != "queue"
+        ):
+            raise CommandError(
+                f"The decision is recorded, but resume run {run.id} is still {run.status} after "
+                f"{options['timeout']:g} s; a worker finishes it (see `manage.py pending`).",
+                returncode=3,
+            )
+
+    def _follow(self, decision: Decision | None, mode: str, timeout: float) -> Run | None:
+        """The resumed run (none while an item still waits for more approvals): run here,
+        waited for, or as queued."""
+        if decision is None or decision.resume_run_id is None:
+            return None
+        if mode == "here":
+            return run_to_pause(decision.resume_run_id, owner="manage.py resume", timeout=timeout)
+        if mode == "wait":
+            return wait_for_run(decision.resume_run_id, timeout=timeout)
+        return Run.objects.get(pk=decision.resume_run_id)
 
     def _user(self, username: str | None) -> Any:
         if username is None:
@@ -148,6 +212,19 @@ class Command(BaseCommand):
                 f"--interrupt: {_ids(pending)}."
             )
         return items[0]
+
+
+def _progress(run: Run) -> str:
+    """Where the resumed run got to, in words."""
+    if run.status == Run.Status.INTERRUPTED:
+        return "paused again for review (see `manage.py pending`)."
+    if run.status == Run.Status.SUCCEEDED:
+        return "completed."
+    if run.status == Run.Status.FAILED:
+        return f"failed: {run.error.splitlines()[0] if run.error else 'no error recorded'}"
+    if run.status == Run.Status.QUEUED:
+        return "queued; a worker resumes it (`manage.py beamweaver_worker` runs workers)."
+    return f"{run.status}."
 
 
 def _ids(items: Any) -> str:
