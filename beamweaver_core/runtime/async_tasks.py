@@ -46,6 +46,8 @@ class DurableAsyncTasks:
     def __init__(self, claim: Claim) -> None:
         self.thread_id = claim.thread_id
         self.run_id = claim.run_id
+        # A task runs in its parent's context (who asked, what the caller gave).
+        self.context = claim.context
 
     def start(
         self, subagent: AsyncSubagentSpec, description: str, runtime: ToolRuntime
@@ -56,14 +58,12 @@ class DurableAsyncTasks:
         with transaction.atomic():
             task = AsyncSubagentTask.objects.filter(thread_id=task_id).first()
             if task is None:
-                # Issue 12 point 8: once runs carry a context, give the task the parent
-                # run's context here (start_run(..., context=...)) so its reviews show
-                # who asked.
                 service.start_run(
                     subagent.graph,
                     _instructions(description),
                     thread_id=task_id,
                     user=self._requester(),
+                    context=self.context,
                     metadata={
                         "async_task": {
                             "parent_thread_id": self.thread_id,
@@ -114,8 +114,13 @@ class DurableAsyncTasks:
             else:
                 payload = _instructions(message)
             try:
-                # Issue 12 point 8: pass the parent run's context here too.
-                service.start_run(run.graph, payload, thread_id=task_id, user=self._requester())
+                service.start_run(
+                    run.graph,
+                    payload,
+                    thread_id=task_id,
+                    user=self._requester(),
+                    context=self.context,
+                )
             except ThreadBusyError as exc:
                 raise AsyncTaskError(
                     f"Task {task_id!r} is busy, try again shortly: {exc}"

@@ -375,6 +375,29 @@ def test_a_retried_start_finds_the_task_it_started_instead_of_starting_another()
     assert AsyncSubagentTask.objects.filter(parent_thread_id="boss-7").count() == 1
 
 
+def test_a_task_runs_in_its_parent_run_s_context() -> None:
+    """The task's runs (its first and an update's) carry the parent run's context, so its
+    reviews say who asked for the work."""
+    parent = service.start_run(
+        "async_supervisor",
+        order("list_async_tasks"),
+        thread_id="boss-9",
+        context={"tenant": "acme"},
+    )
+    claim = claim_run(parent.id, "test-worker", 30.0)
+    assert claim is not None
+    client = DurableAsyncTasks(claim)
+    call = ToolRuntime(tool_call_id="call-1", idempotency_key="cd" * 32, thread_id="boss-9")
+
+    task = client.start(SUBAGENTS[0], "owls", call)
+    client.update(task.task_id, "only barn owls", call)
+
+    contexts = [
+        r.context for r in Run.objects.filter(thread_id=task.task_id).order_by("created_at")
+    ]
+    assert contexts == [{"tenant": "acme"}, {"tenant": "acme"}]
+
+
 @pytest.mark.parametrize("decision", ["approve", "reject"])
 @pytest.mark.parametrize("tool_name", ASYNC_TOOLS)
 def test_each_async_task_tool_named_in_interrupt_on_waits_for_a_reviewer(

@@ -6,7 +6,7 @@ from django.db import migrations
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("beamweaver_core", "0004_storage_without_fk_triggers"),
+        ("beamweaver_core", "0005_async_subagent_task"),
     ]
 
     operations = [
