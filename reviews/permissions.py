@@ -384,13 +384,17 @@ class LiveCheck:
 
 
 def visible_audit(user: Any, events: QuerySet[Any]) -> QuerySet[Any]:
-    """The audit events `user` may read: those of items they may see, and those of no
-    item (attempts on items that do not exist)."""
+    """The audit events `user` may read: managers all of them; other reviewers those of
+    items they may see, and their own events of no item (an attempt on an item that does
+    not exist). Events whose item was deleted since are left to managers: they may tell
+    what a hidden item was. An attempt on an item hidden from its author is audited
+    against that item, so it is read by those who may see the item."""
     if not can_review(user):
         return events.none()
     if can_manage(user):
         return events
-    return events.exclude(item__in=_hidden_item_ids(user))
+    seen = Q(item__isnull=False) & ~Q(item__in=_hidden_item_ids(user))
+    return events.filter(seen | Q(item__isnull=True, actor_id=user.pk))
 
 
 def can_see_thread(user: Any, thread_id: str) -> bool:
