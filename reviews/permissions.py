@@ -42,6 +42,7 @@ from beamweaver_core.models import Thread
 
 REVIEW_PERMISSION = "reviews.review"
 MANAGE_PERMISSION = "reviews.manage"
+REVEAL_PERMISSION = "reviews.reveal_secrets"
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,12 @@ def can_review(user: Any) -> bool:
 def can_manage(user: Any) -> bool:
     """Whether `user` may reassign any item, release claims and extend deadlines."""
     return can_review(user) and bool(user.has_perm(MANAGE_PERMISSION))
+
+
+def can_reveal(user: Any) -> bool:
+    """Whether `user` may reveal the secrets redaction withholds from the proposals they
+    may see (`reviews.reveal`; every reveal is audited)."""
+    return can_review(user) and bool(user.has_perm(REVEAL_PERMISSION))
 
 
 def group_ids(user: Any) -> list[int]:
@@ -422,11 +429,13 @@ def reviewer_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpRe
 
 __all__ = [
     "MANAGE_PERMISSION",
+    "REVEAL_PERMISSION",
     "REVIEW_PERMISSION",
     "DecisionOffer",
     "LiveCheck",
     "Refusal",
     "can_manage",
+    "can_reveal",
     "can_review",
     "can_see_thread",
     "decision_offer",

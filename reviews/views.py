@@ -31,9 +31,10 @@ from beamweaver_core.exceptions import BeamWeaverError
 from beamweaver_core.models import Run
 from beamweaver_core.redaction import redact, redact_text
 from beamweaver_core.runtime import service as runtime_service
-from reviews import batch, forms, inbox, partials, reasons, services, threads
+from reviews import batch, forms, inbox, partials, reasons, reveal, services, threads
+from reviews.converters import thread_segment
 from reviews.models import AuditEvent, NotificationPreference, ReviewItem
-from reviews.permissions import reviewer_required, visible_audit, visible_threads
+from reviews.permissions import can_reveal, reviewer_required, visible_audit, visible_threads
 
 AUDIT_PAGE_SIZE = 50
 
@@ -163,11 +164,14 @@ def _item_page(
     form: forms.ReviewForm | None = None,
     outcome: services.DecisionOutcome | None = None,
     status: int = 200,
+    reveal: bool = False,
 ) -> HttpResponse:
     context = partials.item_context(item, request.user)
+    form = form or forms.review_form(item, request.user, reveal=reveal)
     context.update(
         {
-            "form": form or forms.review_form(item, request.user),
+            "form": form,
+            "reveal": form.revealed,
             "outcome": outcome,
             "thread": item.thread,
             "ws_url": f"/ws/items/{item.pk}/?digest={item.digest}",
@@ -241,6 +245,23 @@ def decide_view(request: HttpRequest, pk: int) -> HttpResponse:
 
 @require_POST
 @reviewer_required
+def reveal_view(request: HttpRequest, pk: int) -> HttpResponse:
+    """The item page with the secrets redaction withheld from its proposal revealed, for
+    a reviewer with `reviews.reveal_secrets`; audited (`reviews.reveal`)."""
+    item = _item_or_404(request, pk)
+    if not can_reveal(request.user):
+        return HttpResponse(
+            "You may not reveal the secrets of a proposal: an administrator grants the "
+            "permission “Can reveal the secrets withheld from a proposal (audited)”.",
+            status=403,
+            content_type="text/plain; charset=utf-8",
+        )
+    reveal.record(item, request.user, source="web")
+    return _item_page(request, item, reveal=True)
+
+
+@require_POST
+@reviewer_required
 def preview_edit_view(request: HttpRequest, pk: int, index: int) -> HttpResponse:
     """The field-level diff of an edit against the proposal (nothing is decided)."""
     data = _posted(request)
@@ -275,7 +296,7 @@ def thread_view(request: HttpRequest, thread_id: str) -> HttpResponse:
     """A thread: status, live run progress, state, history, review items, decisions."""
     thread = get_object_or_404(visible_threads(request.user), id=thread_id)
     context = partials.thread_context(thread, request.user)
-    context["ws_url"] = f"/ws/threads/{quote(thread.id, safe='')}/"
+    context["ws_url"] = f"/ws/threads/{quote(thread_segment(thread.id), safe='')}/"
     return render(request, _partial(request, partials.THREAD, "thread-live"), context)
 
 
@@ -470,6 +491,7 @@ __all__ = [
     "item_view",
     "preferences_view",
     "preview_edit_view",
+    "reveal_view",
     "start_run_view",
     "thread_view",
 ]

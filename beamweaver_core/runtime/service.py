@@ -19,7 +19,7 @@ from django.utils import timezone
 from beamweaver_core.checkpoint import serde
 from beamweaver_core.exceptions import BeamWeaverError, ThreadBusyError
 from beamweaver_core.models import Run, Thread
-from beamweaver_core.runtime import registry
+from beamweaver_core.runtime import registry, thread_ids
 from beamweaver_core.runtime.signals import run_finished
 from beamweaver_core.runtime.wakeup import notify_run_queued
 
@@ -47,12 +47,14 @@ def start_run(
     user: Any = None,
     metadata: Mapping[str, Any] | None = None,
 ) -> Run:
-    """Queue a run of the registered `graph` on `input` (a new thread unless given)."""
+    """Queue a run of the registered `graph` on `input` (a new thread unless given; a
+    given `thread_id` must follow `beamweaver_core.runtime.thread_ids`, or
+    `InvalidThreadIdError`)."""
     registry.load(graph)
     if not isinstance(input, Mapping):
         raise ValueError(f"The input of a run must be a JSON object, got {input!r}.")
     payload = _jsonable(dict(input), "input")
-    thread_id = thread_id or uuid.uuid4().hex
+    thread_id = thread_ids.check(thread_id) if thread_id else uuid.uuid4().hex
     metadata_json = json.dumps(dict(metadata or {}), ensure_ascii=False)
     with _busy(thread_id), transaction.atomic():
         with connection.cursor() as cursor:

@@ -134,6 +134,7 @@ class ReviewItem(models.Model):
         permissions = [
             ("review", "Can review and decide items"),
             ("manage", "Can reassign items, release claims and extend deadlines"),
+            ("reveal_secrets", "Can reveal the secrets withheld from a proposal (audited)"),
         ]
 
     def __str__(self) -> str:
@@ -268,6 +269,7 @@ class AuditEvent(models.Model):
         ESCALATED = "escalated"
         OVERDUE = "overdue"
         EXTENDED = "extended"
+        REVEALED = "revealed", "Revealed secrets"
 
     at = models.DateTimeField(default=timezone.now, db_index=True)
     actor = models.ForeignKey(

@@ -6,6 +6,7 @@ JSON edit and plain answers), the `resume` command and the JSON API. The rule: a
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import re
@@ -259,7 +260,7 @@ def test_a_hostile_json_body_to_the_api_is_refused_not_a_500(bomb: str, alice: U
 )
 def test_a_hostile_python_value_handed_to_the_service_is_refused(value: Any, alice: User) -> None:
     """Case 31 for callers of the service itself (commands, the API, other code)."""
-    item = pause_agent(thread_id=f"service-{value!r}"[:60])
+    item = pause_agent(thread_id=f"service-{hashlib.sha256(repr(value).encode()).hexdigest()[:12]}")
 
     outcome = attempt(item, alice, edit({"to": "a", "subject": "s", "body": value}))
 

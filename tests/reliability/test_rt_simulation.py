@@ -23,7 +23,9 @@ CATASTROPHIC = "^(a+)+$"  # exponential backtracking on "aaaa…a!" in a backtra
 
 
 def _result(html: str) -> str:
-    found = re.search(r'<section class="card chart"[^>]*id="simulation-result">.*?</section>', html, re.S)
+    found = re.search(
+        r'<section class="card chart"[^>]*id="simulation-result">.*?</section>', html, re.S
+    )
     assert found, html
     return found.group(0)
 
@@ -113,13 +115,23 @@ def test_a_catastrophic_pattern_runs_in_linear_time(alice: User) -> None:
     assert "0 reviews instead of 1" in html
     compiled = patterns.compile_pattern(CATASTROPHIC)
     assert type(compiled).__module__.split(".")[0] == patterns.ENGINE == "re2"
-    assert simulation.needs_review(simulation.Candidate("t", {"x": {"matches": CATASTROPHIC}}), {"x": "a" * 100_000 + "!"}) is False
+    assert (
+        simulation.needs_review(
+            simulation.Candidate("t", {"x": {"matches": CATASTROPHIC}}), {"x": "a" * 100_000 + "!"}
+        )
+        is False
+    )
 
 
 def test_a_pattern_re2_cannot_run_is_refused_with_a_clear_error(alice: User) -> None:
     response = client_for(alice).post(
         "/simulate/",
-        {"days": "7", "policy": json.dumps({"send_email": {"when": {"to": {"matches": "@(?!example\\.com$)"}}}})},
+        {
+            "days": "7",
+            "policy": json.dumps(
+                {"send_email": {"when": {"to": {"matches": "@(?!example\\.com$)"}}}}
+            ),
+        },
     )
 
     html = response.content.decode()

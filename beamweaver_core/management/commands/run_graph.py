@@ -31,7 +31,12 @@ class Command(BaseCommand):
             required=True,
             help="The input state as a JSON object, e.g. '{\"messages\": [...]}'.",
         )
-        parser.add_argument("--thread", default=None, help="Thread id (default: a new thread).")
+        parser.add_argument(
+            "--thread",
+            default=None,
+            help="Thread id (default: a new thread): 1 to 128 ASCII letters, digits, '-', '_', "
+            "'.' or ':', starting with a letter or digit.",
+        )
         parser.add_argument(
             "--json",
             action="store_true",
