@@ -24,20 +24,8 @@ def withheld_paths(item: ReviewItem) -> list[str]:
 def record(item: ReviewItem, user: Any, *, source: str) -> list[str]:
     """Audit that `user` revealed the item's withheld values; the paths revealed."""
     paths = withheld_paths(item)
-    AuditEvent.objects.create(
-        actor=user,
-        actor_name=user.get_username(),
-        action=AuditEvent.Action.REVEALED,
-        item=item,
-        item_ref=str(item.pk),
-        thread_ref=item.thread_id,
-        graph=item.graph,
-        interrupt_id=item.interrupt_id,
-        digest_current=item.digest,
-        summary="revealed",
-        message="Revealed: " + (", ".join(paths) if paths else "nothing was withheld"),
-        source=source,
-    )
+    message = "Revealed: " + (", ".join(paths) if paths else "nothing was withheld")
+    AuditEvent.objects.about(item, AuditEvent.Action.REVEALED, message, actor=user, source=source)
     return paths
 
 

@@ -243,6 +243,34 @@ class Approval(models.Model):
 
 
 class AuditEventQuerySet(models.QuerySet["AuditEvent"]):
+    def about(
+        self,
+        item: ReviewItem,
+        action: str,
+        message: str,
+        *,
+        actor: Any = None,
+        source: str,
+        **extra: Any,
+    ) -> AuditEvent:
+        """Append an event about `item` by `actor` (None: the system), with the item's
+        identifiers copied so the record outlives it."""
+        fields: dict[str, Any] = {
+            "actor": actor,
+            "actor_name": actor.get_username() if actor is not None else "",
+            "action": action,
+            "item": item,
+            "item_ref": str(item.pk),
+            "thread_ref": item.thread_id,
+            "graph": item.graph,
+            "interrupt_id": item.interrupt_id,
+            "digest_current": item.digest,
+            "summary": action,
+            "message": message,
+            "source": source,
+        }
+        return self.create(**{**fields, **extra})
+
     def update(self, **kwargs: Any) -> int:
         raise TypeError("The audit log is append-only: audit events cannot be updated.")
 
