@@ -128,8 +128,8 @@ def batch_view(request: HttpRequest) -> HttpResponse:
         problem = "Select at least one item first."
     elif len(selection) > batch.MAX_ITEMS:
         problem = f"Select at most {batch.MAX_ITEMS} items at a time."
-    elif _encoding_problems(request):
-        problem = _encoding_problems(request)[0]["message"]
+    elif undecodable := _encoding_problems(request):
+        problem = undecodable[0]["message"]
     report = None
     if not problem:
         batch_id = str(data.get("batch_id", ""))

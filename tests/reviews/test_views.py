@@ -235,7 +235,7 @@ def test_invisible_characters_are_made_visible(alice: User) -> None:
     html = client_for(alice).get(f"/items/{item.pk}/").content.decode()
 
     assert "[U+202E]" in html and "[U+200B]" in html
-    assert "invisible or direction-changing characters" in html
+    assert "characters you cannot see" in html
 
 
 def test_a_long_value_is_never_silently_truncated(alice: User) -> None:
@@ -642,7 +642,7 @@ def test_thread_ids_with_slashes_and_odd_characters_have_pages(alice: User) -> N
     assert typed.status_code == linked.status_code == 200
     html = linked.content.decode()
     assert 'ws-connect="/ws/threads/team%252Fa%2520b%253F%2523%250A/"' in html
-    assert 'href="/threads/team%252Fa%2520b%253F%2523%250A/"' in html
+    assert 'hx-get="/threads/team%252Fa%2520b%253F%2523%250A/"' in html
     assert item.thread_id == "team/a b?#\n"
 
 
@@ -688,7 +688,8 @@ def test_the_start_page_lists_registered_graphs_and_marks_agents(alice: User) ->
 
 
 def test_the_audit_log_filters_and_exports_csv(alice: User, bob: User) -> None:
-    item = pause(thread_id="=cmd|' /C calc'!A0")
+    with unchecked_thread_ids():  # a thread id from before the rule
+        item = pause(thread_id="=cmd|' /C calc'!A0")
     post_decision(client_for(alice), item, {"d0-type": "approve"})
     post_decision(client_for(bob), item, {"d0-type": "reject"})
     client = client_for(alice)
