@@ -71,7 +71,7 @@ def test_secrets_invisible_characters_and_reveal(sessions: Any, size: str) -> No
     if SHOTS:
         page.screenshot(path=str(Path(SHOTS) / f"item-{size}.png"), full_page=True)
 
-    page.click("text=Watch the thread")
+    page.click(".page-head .meta a[href^='/threads/']")
     page.wait_for_selector("h1 code.thread-id", timeout=WAIT)
     assert page.inner_text("h1 code.thread-id") == f"/../../{size}/"
     assert "/threads/" in page.url and "/admin" not in page.url
