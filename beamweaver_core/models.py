@@ -21,6 +21,7 @@ from django.db import models
 from django.db.models.functions import Now
 from django.utils import timezone
 
+from beamweaver_core import invisible
 from beamweaver_core.fields import ExactJSONField
 
 
@@ -51,7 +52,8 @@ class Thread(models.Model):
         ordering = ["-updated_at"]
 
     def __str__(self) -> str:
-        return self.id
+        # Marked: ids from before the thread id rule may hold bidi or invisible characters.
+        return invisible.marked(self.id)
 
 
 class Checkpoint(models.Model):

@@ -1,8 +1,35 @@
-"""Redaction of secrets in logs, error reports, the admin and the inbox.
+"""The one redaction policy: what the inbox pages, the API, the admin, the logs and error
+reports withhold of untrusted data (tool arguments, model output, reviewer text).
 
-Tool arguments and model output are untrusted and may carry credentials. Anything that
-looks like a secret (an API-key-shaped token, or the value of a key named like a secret)
-is replaced by a marker before it is logged, shown or reported.
+Withheld, and replaced by `[redacted]`, are exactly:
+
+1. **Credential-shaped text**, wherever it appears in a string (only the matching part
+   is replaced): OpenAI and Anthropic keys (`sk-...`), GitHub tokens (`ghp_...` and
+   kin), Slack tokens (`xoxb-...`), AWS access key ids (`AKIA...`), Google API keys
+   (`AIza...`), Stripe secret keys (`sk_live_...`, `rk_live_...`), JWTs, `Bearer <token>`,
+   PEM private key blocks, and this project's own API tokens (`bw_<key>_<secret>`).
+2. **A credential under a secret name**: the value of a key whose name says it holds a
+   secret, when that value is a string shaped like a credential. A name says so when,
+   split into words (snake_case, kebab-case, camelCase, dots, spaces), its last word is
+   one of `SECRET_WORDS` (`password`, `passwd`, `passphrase`, `secret`, `token`,
+   `apikey`, `authorization`, `cookie`, `credential`, `credentials`) or its last two
+   words are one of `SECRET_PAIRS` (`api key`, `private key`, `secret key`, `access key`,
+   `signing key`, `client secret`, `session key`). So `password`, `db_password`,
+   `api_key`, `X-Api-Key`, `accessToken`, `Authorization` and `Set-Cookie` name secrets;
+   `auth`, `author`, `bypass_review`, `max_tokens`, `session_id`, `token_count`, `key`
+   and `primary_key` do not. A string is shaped like a credential when it is one word of
+   printable ASCII (no white space), optionally after an auth scheme (`Bearer `,
+   `Basic `, `Token `, `Bot `, `Digest `), at most 4,096 characters.
+
+Nothing else is withheld: an object or a list is always shown key by key (only its
+secret leaves withheld), a number, a boolean or null never is, and a string that is not
+shaped like a credential is shown even under a secret name (a sentence in a `token`
+field is content the reviewer must read). So everything that decides what a call does
+is shown; what is withheld is listed by `withheld()` and the inbox says so, and a
+reviewer with the `reviews.reveal_secrets` permission can reveal it (audited).
+
+In URLs (access logs, log lines) the value of a query parameter with a secret name
+(`?token=...`, `?api_key=...`) is withheld too (`redact_url`, `RedactingLogFilter`).
 """
 
 from __future__ import annotations
@@ -16,51 +43,126 @@ from django.views.debug import SafeExceptionReporterFilter
 
 REDACTED = "[redacted]"
 
-_SECRET_KEY_NAME = re.compile(
-    r"(pass(word|wd)?|secret|token|api[_-]?key|apikey|authorization|auth|credential|"
-    r"private[_-]?key|session|cookie|signature)",
-    re.IGNORECASE,
+SECRET_WORDS = frozenset(
+    {
+        "password",
+        "passwd",
+        "passphrase",
+        "secret",
+        "token",
+        "apikey",
+        "authorization",
+        "cookie",
+        "credential",
+        "credentials",
+    }
 )
+SECRET_PAIRS = frozenset(
+    {
+        ("api", "key"),
+        ("private", "key"),
+        ("secret", "key"),
+        ("access", "key"),
+        ("signing", "key"),
+        ("client", "secret"),
+        ("session", "key"),
+    }
+)
+MAX_CREDENTIAL_CHARS = 4096
+
 _SECRET_VALUE = re.compile(
     r"(sk-(?:proj-|ant-)?[A-Za-z0-9_\-]{16,}"  # OpenAI / Anthropic keys
+    r"|[sr]k_live_[A-Za-z0-9]{16,}"  # Stripe secret and restricted keys
     r"|gh[pousr]_[A-Za-z0-9]{30,}"  # GitHub tokens
     r"|xox[abpr]-[A-Za-z0-9\-]{10,}"  # Slack tokens
     r"|AKIA[0-9A-Z]{16}"  # AWS access key ids
+    r"|AIza[0-9A-Za-z_\-]{35}"  # Google API keys
+    r"|bw_[0-9a-f]{8}_[A-Za-z0-9_\-]{20,}"  # BeamWeaver API tokens (reviews.models.tokens)
     r"|eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}"  # JWTs
+    r"|-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)"
     r"|(?i:bearer)\s+[A-Za-z0-9._\-]{16,})"
 )
+_CREDENTIAL = re.compile(
+    rf"(?:(?i:bearer|basic|token|bot|digest) )?[!-~]{{1,{MAX_CREDENTIAL_CHARS}}}"
+)
+_WORD_BREAK = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|[^A-Za-z0-9]+")
+_QUERY_PARAMETER = re.compile(r"(?P<lead>[?&;](?P<name>[^=&#\s]{1,100})=)(?P<value>[^&#\s]*)")
 
 
 def is_secret_key(name: str) -> bool:
-    """Whether a mapping key names a secret (`password`, `api_key`, `token`, ...)."""
-    return bool(_SECRET_KEY_NAME.search(name))
+    """Whether a mapping key names a secret (see the module docstring: `password`,
+    `api_key`, `accessToken`, `Authorization` do; `auth`, `max_tokens` do not)."""
+    words = [w.lower() for w in _WORD_BREAK.split(name) if w]
+    if not words:
+        return False
+    if words[-1] in SECRET_WORDS:
+        return True
+    return len(words) >= 2 and (words[-2], words[-1]) in SECRET_PAIRS
+
+
+def is_credential(value: Any) -> bool:
+    """Whether `value` is a string shaped like a credential (one word of printable
+    ASCII, optionally after an auth scheme)."""
+    return isinstance(value, str) and _CREDENTIAL.fullmatch(value) is not None
 
 
 def redact_text(text: str) -> str:
-    """Replace API-key-shaped substrings of `text`."""
+    """Replace credential-shaped substrings of `text`."""
     return _SECRET_VALUE.sub(REDACTED, text)
 
 
+def _withholds(key: Any, value: Any) -> bool:
+    return isinstance(key, str) and is_secret_key(key) and is_credential(value)
+
+
 def redact(value: Any) -> Any:
-    """Return a copy of JSON-like `value` with secret-looking keys and tokens redacted."""
+    """A copy of JSON-like `value` with what the policy withholds replaced by
+    `[redacted]`."""
     if isinstance(value, str):
         return redact_text(value)
     if isinstance(value, Mapping):
-        return {
-            k: (REDACTED if isinstance(k, str) and is_secret_key(k) and v else redact(v))
-            for k, v in value.items()
-        }
+        return {k: (REDACTED if _withholds(k, v) else redact(v)) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [redact(v) for v in value]
     return value
 
 
+def withheld(value: Any, path: str = "") -> list[str]:
+    """The paths (`config.api_key`, `to.0`, "" for `value` itself) of what `redact`
+    withholds in `value`, whole or in part."""
+    if isinstance(value, str):
+        return [path] if _SECRET_VALUE.search(value) else []
+    found: list[str] = []
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            where = f"{path}.{key}" if path else str(key)
+            found.extend([where] if _withholds(key, item) else withheld(item, where))
+    elif isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            found.extend(withheld(item, f"{path}.{index}" if path else str(index)))
+    return found
+
+
+def redact_url(url: str) -> str:
+    """`url` (or any text holding URLs) with credential-shaped text and the values of
+    query parameters with a secret name withheld."""
+
+    def parameter(match: re.Match[str]) -> str:
+        name = match.group("name")
+        if is_secret_key(name) or name.lower() in ("key", "sig", "signature"):
+            return match.group("lead") + REDACTED
+        return match.group(0)
+
+    return _QUERY_PARAMETER.sub(parameter, redact_text(url))
+
+
 class RedactingLogFilter(logging.Filter):
-    """Logging filter: redacts secret-shaped tokens in the formatted message."""
+    """Logging filter: redacts credential-shaped text and secret query parameters in the
+    formatted message (access log lines included)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         message = record.getMessage()
-        cleaned = redact_text(message)
+        cleaned = redact_url(message)
         if cleaned != message:
             record.msg, record.args = cleaned, None
         return True

@@ -11,6 +11,8 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from beamweaver_core.redaction import redact_url
+
 logger = logging.getLogger(__name__)
 
 WEBSOCKET_MAX_MESSAGE = 64 * 1024
@@ -26,7 +28,9 @@ def serve(host: str, port: int, *, ready: Callable[[], None] | None = None) -> N
 
     def access_log(protocol: str, action: str, details: dict[str, Any]) -> None:
         if protocol == "http" and action == "complete":
-            logger.info("%s %s %s", details["method"], details["path"], details["status"])
+            # daphne's path includes the query string: a token sent there is withheld.
+            path = redact_url(details["path"])
+            logger.info("%s %s %s", details["method"], path, details["status"])
 
     Server(
         application=ASGIStaticFilesHandler(application),

@@ -45,20 +45,7 @@ def _gone(item: ReviewItem) -> ClaimOutcome:
 
 
 def _record(item: ReviewItem, user: Any, action: str, message: str) -> None:
-    AuditEvent.objects.create(
-        actor=user,
-        actor_name=user.get_username(),
-        action=action,
-        item=item,
-        item_ref=str(item.pk),
-        thread_ref=item.thread_id,
-        graph=item.graph,
-        interrupt_id=item.interrupt_id,
-        digest_current=item.digest,
-        summary=action,
-        message=message,
-        source="web",
-    )
+    AuditEvent.objects.about(item, action, message, actor=user, source="web")
     realtime.announce(realtime.UPDATED, item.pk, item.thread_id)
 
 

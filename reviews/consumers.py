@@ -35,6 +35,7 @@ from django.utils.crypto import constant_time_compare
 from beamweaver_core.runtime.groups import INBOX_GROUP, review_item_group, thread_group
 from beamweaver_core.webserver import WEBSOCKET_MAX_MESSAGE
 from reviews import inbox, partials, realtime, threads
+from reviews.converters import ThreadIdConverter
 from reviews.models import ReviewItem, ReviewPresence
 from reviews.permissions import LiveCheck, can_review, visible_threads
 
@@ -561,7 +562,10 @@ class ThreadConsumer(LiveConsumer):
         return [thread_group(self.thread_id)]
 
     def setup(self) -> None:
-        self.thread_id = str(self.scope["url_route"]["kwargs"]["thread_id"])
+        # The page encodes an id outside the thread id rule (`reviews.converters`).
+        self.thread_id = ThreadIdConverter().to_python(
+            str(self.scope["url_route"]["kwargs"]["thread_id"])
+        )
 
     def page(self) -> dict[str, Any]:
         return {"thread_id": self.thread_id}

@@ -2,17 +2,33 @@
 
 from __future__ import annotations
 
+from urllib.parse import quote, unquote
+
+from beamweaver_core.runtime import thread_ids
+
+
+def thread_segment(thread_id: str) -> str:
+    """`thread_id` as one URL path segment. A valid id (`thread_ids`) is one already; any
+    other (a thread the checkpointer created, or one from before the rule) is
+    percent-encoded whole, dots included, so that neither a slash nor a `..` in it can
+    make a path that leaves `/threads/` (`reverse()` encodes the `%` once more, which
+    `ThreadIdConverter.to_python` undoes)."""
+    if thread_ids.is_valid(thread_id):
+        return thread_id
+    return quote(thread_id, safe="").replace(".", "%2E")
+
 
 class ThreadIdConverter:
-    """Any thread id, slashes and line breaks included (ids are free text)."""
+    """Any thread id: a valid one as it is, any other as `thread_segment` encodes it
+    (slashes and line breaks of older ids still resolve)."""
 
     regex = r"[\s\S]+"
 
     def to_python(self, value: str) -> str:
-        return value
+        return unquote(value) if "%" in value else value
 
     def to_url(self, value: str) -> str:
-        return value
+        return thread_segment(value)
 
 
-__all__ = ["ThreadIdConverter"]
+__all__ = ["ThreadIdConverter", "thread_segment"]

@@ -61,21 +61,8 @@ class SweepReport:
 
 
 def _audit(item: ReviewItem, action: str, message: str, *, actor: Any = None, **extra: Any) -> None:
-    AuditEvent.objects.create(
-        actor=actor,
-        actor_name=actor.get_username() if actor is not None else "",
-        action=action,
-        item=item,
-        item_ref=str(item.pk),
-        thread_ref=item.thread_id,
-        graph=item.graph,
-        interrupt_id=item.interrupt_id,
-        digest_current=item.digest,
-        summary=action,
-        message=message,
-        source="web" if actor is not None else "sweeper",
-        **extra,
-    )
+    source = "web" if actor is not None else "sweeper"
+    AuditEvent.objects.about(item, action, message, actor=actor, source=source, **extra)
 
 
 def sweep(now: datetime | None = None) -> SweepReport:

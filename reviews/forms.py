@@ -5,8 +5,11 @@ A tool review renders one card per action request: a decision choice limited to 
 allowed decisions, a message (reject / respond), and an edit form generated from the
 tool's JSON Schema (one input per property, JSON text for nested values) with a raw-JSON
 fallback. Element ids and field names are built from indexes only, never from argument
-names or other untrusted text. Values shown are redacted (`[redacted]`); an edited value
-left at `[redacted]` keeps the original, so a reviewer never types a secret back in.
+names or other untrusted text. Values shown are redacted by the one redaction policy
+(`beamweaver_core.redaction`: credentials only); each card lists what was withheld
+(`withheld`), and a reviewer who revealed the secrets (`reviews.reveal`) gets the card
+unredacted. An edited value left at `[redacted]` keeps the original, so a reviewer never
+types a secret back in.
 """
 
 from __future__ import annotations
@@ -22,12 +25,12 @@ from django.http import QueryDict
 
 from beamweaver_core.agent.review import EXECUTING_TYPES, HITL, ActionRequest, ReviewConfig
 from beamweaver_core.exceptions import NotAReviewError
-from beamweaver_core.redaction import REDACTED, redact
+from beamweaver_core.redaction import REDACTED, redact, withheld
 from beamweaver_core.runtime import registry
 from reviews import payloads, quorum
 from reviews.diffs import args_diff
 from reviews.models import NotificationEvent, NotificationPreference, ReviewItem
-from reviews.permissions import DecisionOffer, decision_offer
+from reviews.permissions import DecisionOffer, can_reveal, decision_offer
 from reviews.services import DecisionRequest
 
 DECISION_LABELS = {
@@ -78,6 +81,7 @@ class ActionForm:
     json_text: str = ""
     problems: list[str] = field(default_factory=list)
     diff: list[dict[str, Any]] | None = None
+    withheld: list[str] = field(default_factory=list)
 
     @property
     def prefix(self) -> str:
@@ -105,6 +109,14 @@ class ReviewForm:
     reason: str = ""
     offer: DecisionOffer = field(default_factory=lambda: DecisionOffer(True, True, True))
     limits: list[str] = field(default_factory=list)
+    revealed: bool = False
+    can_reveal: bool = False
+    question_withheld: list[str] = field(default_factory=list)
+
+    @property
+    def withheld(self) -> bool:
+        """Whether redaction withholds something from some card or the question."""
+        return bool(self.question_withheld) or any(card.withheld for card in self.actions)
 
     @property
     def approve_all(self) -> bool:
@@ -132,13 +144,19 @@ def review_form(
     user: Any,
     data: QueryDict | None = None,
     problems: Sequence[Mapping[str, Any]] = (),
+    *,
+    reveal: bool = False,
 ) -> ReviewForm:
     """The form for `item` as `user` may answer it (only the decisions the review policy
     lets them make, and why the others are missing), bound to posted `data` (after a
-    refusal) or fresh."""
+    refusal) or fresh; `reveal`: unredacted (the caller checked and audited it)."""
     client_id = (data or {}).get("client_decision_id") or uuid.uuid4().hex
     form = ReviewForm(
-        item=item, client_decision_id=str(client_id)[:64], offer=decision_offer(user, item)
+        item=item,
+        client_decision_id=str(client_id)[:64],
+        offer=decision_offer(user, item),
+        revealed=reveal,
+        can_reveal=can_reveal(user),
     )
     if data is not None:
         form.note = str(data.get("note", ""))
@@ -152,12 +170,14 @@ def review_form(
         for index, (action, config) in enumerate(
             zip(review.action_requests, review.review_configs, strict=True)
         ):
-            card = _action_form(index, action, config, data)
+            card = _action_form(index, action, config, data, reveal=reveal)
             card.allowed = [(d, label) for d, label in card.allowed if d not in _held(form.offer)]
             form.actions.append(card)
-    elif item.kind == ReviewItem.Kind.INTERRUPT and data is not None:
-        form.answer_text = data.get("answer", "")
-        form.answer_format = "text" if data.get("answer_format") == "text" else "json"
+    elif item.kind == ReviewItem.Kind.INTERRUPT:
+        form.question_withheld = withheld(item.payload)
+        if data is not None:
+            form.answer_text = data.get("answer", "")
+            form.answer_format = "text" if data.get("answer_format") == "text" else "json"
     form.limits = _limits(form)
     _attach_problems(form, problems)
     return form
@@ -213,9 +233,15 @@ def _limits(form: ReviewForm) -> list[str]:
 
 
 def _action_form(
-    index: int, action: ActionRequest, config: ReviewConfig, data: QueryDict | None
+    index: int,
+    action: ActionRequest,
+    config: ReviewConfig,
+    data: QueryDict | None,
+    *,
+    reveal: bool = False,
 ) -> ActionForm:
-    shown = redact(payloads.plain(action.args))
+    args = payloads.plain(action.args)
+    shown = args if reveal else redact(args)
     card = ActionForm(
         index=index,
         action=action,
@@ -224,6 +250,7 @@ def _action_form(
         allowed=[(d, DECISION_LABELS[d]) for d in config.allowed_decisions],
         fields=arg_fields(config.args_schema, shown),
         json_text=json.dumps(shown, indent=2, sort_keys=True, ensure_ascii=False),
+        withheld=withheld(args),
     )
     if data is not None:
         prefix = card.prefix

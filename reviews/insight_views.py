@@ -127,14 +127,16 @@ def simulate_view(request: HttpRequest) -> HttpResponse:
             candidates, problems = simulation.parse_policy(form.cleaned_data["policy"])
             if not problems:
                 since = timezone.now() - timedelta(days=form.cleaned_data["days"])
-                calls, truncated = simulation.recorded_calls(since, form.cleaned_data["graph"])
+                calls, truncated = simulation.recorded_calls(
+                    request.user, since, form.cleaned_data["graph"]
+                )
                 result = simulation.simulate(candidates, calls)
                 result.truncated = truncated
         if problems or not form.is_valid():
             status = 422
     else:
         since = timezone.now() - timedelta(days=7)
-        calls, _ = simulation.recorded_calls(since)
+        calls, _ = simulation.recorded_calls(request.user, since)
         form = SimulationForm(initial={"policy": simulation.current_policy_example(calls)})
     chart = None
     if result is not None and result.tools:

@@ -68,6 +68,7 @@ def item_context(item: ReviewItem, user: Any) -> dict[str, Any]:
         "routing": routing(item, user),
         "offer": decision_offer(user, item) if item.is_pending else None,
         "reasons": reasons.rejection_reasons(),
+        "reveal": False,  # secrets are revealed only by `views.reveal_view`, audited
     }
 
 

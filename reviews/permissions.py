@@ -42,6 +42,7 @@ from beamweaver_core.models import Thread
 
 REVIEW_PERMISSION = "reviews.review"
 MANAGE_PERMISSION = "reviews.manage"
+REVEAL_PERMISSION = "reviews.reveal_secrets"
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,12 @@ def can_review(user: Any) -> bool:
 def can_manage(user: Any) -> bool:
     """Whether `user` may reassign any item, release claims and extend deadlines."""
     return can_review(user) and bool(user.has_perm(MANAGE_PERMISSION))
+
+
+def can_reveal(user: Any) -> bool:
+    """Whether `user` may reveal the secrets redaction withholds from the proposals they
+    may see (`reviews.reveal`; every reveal is audited)."""
+    return can_review(user) and bool(user.has_perm(REVEAL_PERMISSION))
 
 
 def group_ids(user: Any) -> list[int]:
@@ -384,13 +391,17 @@ class LiveCheck:
 
 
 def visible_audit(user: Any, events: QuerySet[Any]) -> QuerySet[Any]:
-    """The audit events `user` may read: those of items they may see, and those of no
-    item (attempts on items that do not exist)."""
+    """The audit events `user` may read: managers all of them; other reviewers those of
+    items they may see, and their own events of no item (an attempt on an item that does
+    not exist). Events whose item was deleted since are left to managers: they may tell
+    what a hidden item was. An attempt on an item hidden from its author is audited
+    against that item, so it is read by those who may see the item."""
     if not can_review(user):
         return events.none()
     if can_manage(user):
         return events
-    return events.exclude(item__in=_hidden_item_ids(user))
+    seen = Q(item__isnull=False) & ~Q(item__in=_hidden_item_ids(user))
+    return events.filter(seen | Q(item__isnull=True, actor_id=user.pk))
 
 
 def can_see_thread(user: Any, thread_id: str) -> bool:
@@ -418,11 +429,13 @@ def reviewer_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpRe
 
 __all__ = [
     "MANAGE_PERMISSION",
+    "REVEAL_PERMISSION",
     "REVIEW_PERMISSION",
     "DecisionOffer",
     "LiveCheck",
     "Refusal",
     "can_manage",
+    "can_reveal",
     "can_review",
     "can_see_thread",
     "decision_offer",

@@ -157,7 +157,11 @@ def _decide(request: DecisionRequest) -> DecisionOutcome:
         item_id = None
     run_id = visible.filter(pk=item_id).values_list("run_id", flat=True).first()
     if run_id is None:
-        return _refuse(request, None, 404, "not_found", "No such review item.")
+        # Audited against the item when it exists but is hidden from the user, so that
+        # only those who may see the item read the attempt (`visible_audit`); the answer
+        # stays the 404 of an item that does not exist.
+        hidden = ReviewItem.objects.filter(pk=item_id).first() if item_id is not None else None
+        return _refuse(request, None, 404, "not_found", "No such review item.", audited=hidden)
     # Lock order (run, then item) matches the runtime's (cancel_run and the worker lock
     # the run before the signal receivers touch its items), so no deadlock, and a cancel
     # racing this decision waits for it or is waited for.
@@ -544,10 +548,13 @@ def _refuse(
     *,
     problems: Sequence[Mapping[str, Any]] = (),
     decision: Decision | None = None,
+    audited: ReviewItem | None = None,
 ) -> DecisionOutcome:
+    """The refusal, audited against `item` (or `audited`, an item the caller must not
+    be told about)."""
     _audit(
         request,
-        item,
+        item or audited,
         AuditEvent.Action.REFUSED,
         status,
         f"{code}: {message}",

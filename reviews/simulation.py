@@ -13,31 +13,38 @@ the call's arguments (JSON cannot carry the callables the middleware takes)::
 
     {"issue_refund": {"when": {"amount": {">": 100}}},
      "delete_records": true,
-     "send_email": {"when": {"to": {"matches": "@(?!example\\\\.com$)"}}}}
+     "send_email": {"when": {"to": {"matches": "@example\\\\.org$"}}}}
 
 Every entry of `when` must hold: an argument path (dots for nested values) mapped to a
 value (equality) or to operators `==`, `!=`, `>`, `>=`, `<`, `<=`, `in`, `not_in`,
-`contains`, `matches` (a regular expression, searched), `exists` (true/false). A
+`contains`, `matches` (a regular expression, searched, on RE2: linear time, no
+look-around or backreferences; see `beamweaver_core.patterns`), `exists` (true/false). A
 condition that cannot be evaluated (a missing argument compared, a string compared with
 a number) counts as a review, as the middleware fails closed.
+
+Only what the user may see is replayed: the review items `visible_items` shows them and
+the tool executions of the threads `visible_threads` shows them (`reviews.permissions`),
+so neither the tools listed, nor the counts, nor a `matches` condition tell anything
+about an item hidden from them.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from collections import Counter, defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from beamweaver_core import patterns
 from beamweaver_core.agent.canonical import canonical_json
 from beamweaver_core.agent.review import DECISION_TYPES, HITL
 from beamweaver_core.exceptions import NotAReviewError
 from beamweaver_core.models import ToolExecution
 from reviews import payloads
 from reviews.models import Decision, ReviewItem
+from reviews.permissions import visible_items, visible_threads
 
 MAX_CALLS = 50_000
 OPERATORS = ("==", "!=", ">", ">=", "<", "<=", "in", "not_in", "contains", "matches", "exists")
@@ -115,9 +122,9 @@ def _check_condition(tool: str, path: str, spec: Any) -> list[str]:
             problems.append(f"{where}: {op!r} needs a list.")
         elif op == "matches":
             try:
-                re.compile(str(value))
-            except re.error as exc:
-                problems.append(f"{where}: {value!r} is not a regular expression ({exc}).")
+                patterns.compile_pattern(str(value))
+            except patterns.PatternError as exc:
+                problems.append(f"{where}: {exc}")
         elif op == "exists" and not isinstance(value, bool):
             problems.append(f"{where}: 'exists' needs true or false.")
     return problems
@@ -195,7 +202,7 @@ def _holds(value: Any, op: str, expected: Any) -> bool:
         if op == "contains":
             return expected in value
         if op == "matches":
-            return re.search(str(expected), str(value)) is not None
+            return patterns.search(str(expected), str(value))
     except TypeError as exc:
         raise Undecidable from exc
     raise Undecidable
@@ -215,10 +222,15 @@ def _key(thread_id: str, tool: str, args: Any) -> tuple[str, str, str]:
     return thread_id, tool, canonical_json(args)
 
 
-def recorded_calls(since: datetime, graph: str = "") -> tuple[list[Call], bool]:
-    """The tool calls of the window (see the module docstring); whether it was cut short."""
-    items = ReviewItem.objects.filter(kind=ReviewItem.Kind.TOOL_REVIEW, created_at__gte=since)
-    executions = ToolExecution.objects.filter(started_at__gte=since)
+def recorded_calls(user: Any, since: datetime, graph: str = "") -> tuple[list[Call], bool]:
+    """The tool calls of the window that `user` may see (see the module docstring);
+    whether it was cut short."""
+    items = visible_items(user, ReviewItem.objects.all()).filter(
+        kind=ReviewItem.Kind.TOOL_REVIEW, created_at__gte=since
+    )
+    executions = ToolExecution.objects.filter(
+        started_at__gte=since, thread__in=visible_threads(user)
+    )
     if graph:
         items = items.filter(graph=graph)
         executions = executions.filter(thread__graph=graph)

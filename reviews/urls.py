@@ -16,6 +16,7 @@ urlpatterns = [
     path("batch/", views.batch_view, name="batch"),
     path("items/<int:pk>/", views.item_view, name="item"),
     path("items/<int:pk>/decide/", views.decide_view, name="decide"),
+    path("items/<int:pk>/reveal/", views.reveal_view, name="reveal"),
     path("items/<int:pk>/actions/<int:index>/preview/", views.preview_edit_view, name="preview"),
     path("items/<int:pk>/claim/", item_actions.claim_view, name="claim"),
     path("items/<int:pk>/unclaim/", item_actions.unclaim_view, name="unclaim"),

@@ -4,10 +4,12 @@ partial named after the element it replaces (`template#partial`)."""
 from __future__ import annotations
 
 import csv
+import dataclasses
 import re
+import unicodedata
 import uuid
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, unquote_to_bytes
 
 from django.contrib import messages
 from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent
@@ -29,9 +31,10 @@ from beamweaver_core.exceptions import BeamWeaverError
 from beamweaver_core.models import Run
 from beamweaver_core.redaction import redact, redact_text
 from beamweaver_core.runtime import service as runtime_service
-from reviews import batch, forms, inbox, partials, reasons, services, threads
+from reviews import batch, forms, inbox, partials, reasons, reveal, services, threads
+from reviews.converters import thread_segment
 from reviews.models import AuditEvent, NotificationPreference, ReviewItem
-from reviews.permissions import reviewer_required, visible_audit, visible_threads
+from reviews.permissions import can_reveal, reviewer_required, visible_audit, visible_threads
 
 AUDIT_PAGE_SIZE = 50
 
@@ -46,6 +49,38 @@ def _posted(request: HttpRequest) -> Any:
         return request.POST
     except (RequestDataTooBig, TooManyFieldsSent):
         return None
+
+
+def _undecodable(request: HttpRequest) -> list[str]:
+    """The names of posted fields that are not valid UTF-8 (Django turns such bytes into
+    U+FFFD, so the answer would not be what the reviewer sent). A multipart body is
+    parsed as a stream (by the CSRF check, before the view), so its bytes are gone: there
+    a U+FFFD in a field is refused, as it cannot be told apart from an undecodable byte."""
+    if request.content_type == "multipart/form-data":
+        return [key for key, values in request.POST.lists() if any("\ufffd" in v for v in values)]
+    if request.content_type != "application/x-www-form-urlencoded":
+        return []
+    body, encoding = request.body, request.encoding or "utf-8"
+    bad = []
+    for part in body.split(b"&"):
+        name, _, value = (unquote_to_bytes(p.replace(b"+", b" ")) for p in part.partition(b"="))
+        try:
+            name.decode(encoding)
+            value.decode(encoding)
+        except (UnicodeDecodeError, LookupError):
+            bad.append(name.decode("utf-8", "replace"))
+    return bad
+
+
+def _encoding_problems(request: HttpRequest) -> list[dict[str, Any]]:
+    bad = _undecodable(request)
+    if not bad:
+        return []
+    message = (
+        f"The form field(s) {', '.join(bad)[:200]} are not valid UTF-8; nothing was decided. "
+        "Send the form again from the page (or with UTF-8 text)."
+    )
+    return [{"index": None, "field": "body", "message": message}]
 
 
 def _too_large() -> HttpResponse:
@@ -93,6 +128,8 @@ def batch_view(request: HttpRequest) -> HttpResponse:
         problem = "Select at least one item first."
     elif len(selection) > batch.MAX_ITEMS:
         problem = f"Select at most {batch.MAX_ITEMS} items at a time."
+    elif undecodable := _encoding_problems(request):
+        problem = undecodable[0]["message"]
     report = None
     if not problem:
         batch_id = str(data.get("batch_id", ""))
@@ -127,11 +164,14 @@ def _item_page(
     form: forms.ReviewForm | None = None,
     outcome: services.DecisionOutcome | None = None,
     status: int = 200,
+    reveal: bool = False,
 ) -> HttpResponse:
     context = partials.item_context(item, request.user)
+    form = form or forms.review_form(item, request.user, reveal=reveal)
     context.update(
         {
-            "form": form or forms.review_form(item, request.user),
+            "form": form,
+            "reveal": form.revealed,
             "outcome": outcome,
             "thread": item.thread,
             "ws_url": f"/ws/items/{item.pk}/?digest={item.digest}",
@@ -182,7 +222,11 @@ def decide_view(request: HttpRequest, pk: int) -> HttpResponse:
         )
         raise Http404("No such review item.")
     form = forms.review_form(item, request.user)
-    outcome = services.decide(forms.decision_request(item, data, request.user, form))
+    decision = forms.decision_request(item, data, request.user, form)
+    undecodable = _encoding_problems(request)
+    if undecodable:  # refused by the service like the API's undecodable body
+        decision = dataclasses.replace(decision, problems=[*undecodable, *decision.problems])
+    outcome = services.decide(decision)
     if outcome.status == 404:
         raise Http404("No such review item.")
     item.refresh_from_db()
@@ -197,6 +241,23 @@ def decide_view(request: HttpRequest, pk: int) -> HttpResponse:
         # A policy refusal to show in place, not a lost session (static/js/beamweaver.js).
         response["X-BeamWeaver-Refusal"] = outcome.code
     return response
+
+
+@require_POST
+@reviewer_required
+def reveal_view(request: HttpRequest, pk: int) -> HttpResponse:
+    """The item page with the secrets redaction withheld from its proposal revealed, for
+    a reviewer with `reviews.reveal_secrets`; audited (`reviews.reveal`)."""
+    item = _item_or_404(request, pk)
+    if not can_reveal(request.user):
+        return HttpResponse(
+            "You may not reveal the secrets of a proposal: an administrator grants the "
+            "permission “Can reveal the secrets withheld from a proposal (audited)”.",
+            status=403,
+            content_type="text/plain; charset=utf-8",
+        )
+    reveal.record(item, request.user, source="web")
+    return _item_page(request, item, reveal=True)
 
 
 @require_POST
@@ -235,7 +296,7 @@ def thread_view(request: HttpRequest, thread_id: str) -> HttpResponse:
     """A thread: status, live run progress, state, history, review items, decisions."""
     thread = get_object_or_404(visible_threads(request.user), id=thread_id)
     context = partials.thread_context(thread, request.user)
-    context["ws_url"] = f"/ws/threads/{quote(thread.id, safe='')}/"
+    context["ws_url"] = f"/ws/threads/{quote(thread_segment(thread.id), safe='')}/"
     return render(request, _partial(request, partials.THREAD, "thread-live"), context)
 
 
@@ -331,10 +392,23 @@ class _Echo:
         return value
 
 
+# Spreadsheets run a cell as a formula when its first visible character is one of these
+# (after NFKC, so the fullwidth and small forms count too); they skip leading spaces,
+# line breaks, control and format characters to find it.
+_FORMULA_TRIGGERS = frozenset("=+-@|")
+
+
 def _csv_cell(value: Any) -> str:
     text = "" if value is None else redact_text(str(value))
-    # Spreadsheets run cells starting with these as formulas.
-    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
+    if text[:1] in ("\t", "\r", "\n"):
+        return "'" + text
+    for char in text:
+        if char.isspace() or unicodedata.category(char) in ("Cc", "Cf", "Zs", "Zl", "Zp"):
+            continue
+        if unicodedata.normalize("NFKC", char)[:1] in _FORMULA_TRIGGERS:
+            return "'" + text
+        break
+    return text
 
 
 _AUDIT_COLUMNS = (
@@ -417,6 +491,7 @@ __all__ = [
     "item_view",
     "preferences_view",
     "preview_edit_view",
+    "reveal_view",
     "start_run_view",
     "thread_view",
 ]

@@ -19,7 +19,7 @@ from django.utils import timezone
 from beamweaver_core.checkpoint import serde
 from beamweaver_core.exceptions import BeamWeaverError, ThreadBusyError
 from beamweaver_core.models import Run, Thread
-from beamweaver_core.runtime import registry
+from beamweaver_core.runtime import registry, thread_ids
 from beamweaver_core.runtime.context import run_context
 from beamweaver_core.runtime.signals import run_finished
 from beamweaver_core.runtime.wakeup import notify_run_queued
@@ -49,7 +49,9 @@ def start_run(
     metadata: Mapping[str, Any] | None = None,
     context: Mapping[str, Any] | None = None,
 ) -> Run:
-    """Queue a run of the registered `graph` on `input` (a new thread unless given).
+    """Queue a run of the registered `graph` on `input` (a new thread unless given; a
+    given `thread_id` must follow `beamweaver_core.runtime.thread_ids`, or
+    `InvalidThreadIdError`).
 
     `context` (a JSON object) is the graph's `runtime.context`, kept with the run and
     reused by the thread's resumes; with a `user`, it also carries the requester's
@@ -59,7 +61,7 @@ def start_run(
         raise ValueError(f"The input of a run must be a JSON object, got {input!r}.")
     payload = _jsonable(dict(input), "input")
     context_payload = run_context(context, user)
-    thread_id = thread_id or uuid.uuid4().hex
+    thread_id = thread_ids.check(thread_id) if thread_id else uuid.uuid4().hex
     metadata_json = json.dumps(dict(metadata or {}), ensure_ascii=False)
     with _busy(thread_id), transaction.atomic():
         with connection.cursor() as cursor:

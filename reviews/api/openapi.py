@@ -102,11 +102,18 @@ _COMPONENTS: dict[str, Any] = {
                 {"$ref": "#/components/schemas/Item"},
                 {
                     "type": "object",
-                    "required": ["payload", "status_reason", "approved_by", "decision"],
+                    "required": ["payload", "withheld", "status_reason", "approved_by", "decision"],
                     "properties": {
                         "payload": {
-                            "description": "The interrupt value. A tool review has "
-                            "`action_requests` and `review_configs`."
+                            "description": "The interrupt value, redacted as every page "
+                            "redacts it (credentials become `[redacted]`) unless revealed. A "
+                            "tool review has `action_requests` and `review_configs`."
+                        },
+                        "withheld": {
+                            "type": "array",
+                            "items": {"type": "string"},
+                            "description": "The paths in `payload` of the values the "
+                            "redaction withheld (empty when revealed or nothing was).",
                         },
                         "status_reason": {"type": "string"},
                         "approved_by": {"type": "array", "items": {"type": "string"}},
@@ -285,7 +292,16 @@ _PATHS: dict[str, Any] = {
         "get": {
             "operationId": "getItem",
             "summary": "One review item with its payload",
-            "parameters": [_ITEM_ID],
+            "parameters": [
+                _ITEM_ID,
+                {
+                    "name": "reveal_secrets",
+                    "in": "query",
+                    "description": "`1`: the payload unredacted, for a token whose user has "
+                    "`reviews.reveal_secrets` (audited as `revealed`).",
+                    "schema": {"enum": ["1"]},
+                },
+            ],
             "responses": {
                 "200": {
                     "description": "The item.",
@@ -294,7 +310,7 @@ _PATHS: dict[str, Any] = {
                     },
                 },
                 "401": _error("No valid token."),
-                "403": _error("The token's user is not a reviewer."),
+                "403": _error("The token's user is not a reviewer, or may not reveal secrets."),
                 "404": _error("No such item, or the user may not see it."),
             },
         }

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from beamweaver_core.redaction import redact, withheld
 from reviews import quorum
 from reviews.models import Decision, ReviewItem
 from reviews.notifications.dispatch import item_url
@@ -39,13 +40,17 @@ def item_summary(item: ReviewItem) -> dict[str, Any]:
     }
 
 
-def item_detail(item: ReviewItem) -> dict[str, Any]:
-    """An item with its payload, approvals so far and decision."""
+def item_detail(item: ReviewItem, *, reveal: bool = False) -> dict[str, Any]:
+    """An item with its payload (redacted by the one redaction policy, with the paths of
+    what it withheld, unless `reveal`: the caller checked and audited that), approvals so
+    far and decision."""
     data = item_summary(item)
     decision = Decision.objects.select_related("user").filter(item=item).first()
+    payload = item.payload
     data.update(
         {
-            "payload": item.payload,
+            "payload": payload if reveal else redact(payload),
+            "withheld": [] if reveal else withheld(payload),
             "status_reason": item.status_reason,
             "approved_by": [a.user.get_username() for a in quorum.counted(item)],
             "decision": None

@@ -12,11 +12,12 @@ from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.urls import reverse
 
-from reviews import inbox, payloads
+from reviews import inbox, payloads, reveal
 from reviews.api.auth import error, token_required
 from reviews.api.openapi import schema
 from reviews.api.representations import item_detail, item_summary
 from reviews.models import Decision, ReviewItem
+from reviews.permissions import can_reveal
 from reviews.services import DecisionRequest, decide
 
 MAX_LIMIT = 100
@@ -72,9 +73,11 @@ def items_view(request: HttpRequest, user: Any) -> HttpResponse:
 
 @token_required
 def item_view(request: HttpRequest, user: Any, pk: int) -> HttpResponse:
-    """One item with its payload."""
+    """One item with its payload, redacted as the pages redact it; `?reveal_secrets=1`
+    unredacted for a user with `reviews.reveal_secrets` (audited)."""
     if request.method != "GET":
         return _method_not_allowed("GET")
+    reveal_secrets = request.GET.get("reveal_secrets", "") == "1"
     item = (
         ReviewItem.objects.visible_to(user)
         .select_related("assignee", "claimed_by")
@@ -83,7 +86,16 @@ def item_view(request: HttpRequest, user: Any, pk: int) -> HttpResponse:
     )
     if item is None:
         return error(404, "not_found", "No such review item.")
-    return JsonResponse(item_detail(item))
+    if reveal_secrets:
+        if not can_reveal(user):
+            return error(
+                403,
+                "forbidden",
+                "The token's user may not reveal secrets (the permission "
+                "'reviews.reveal_secrets'); leave out reveal_secrets=1.",
+            )
+        reveal.record(item, user, source=Decision.Source.API)
+    return JsonResponse(item_detail(item, reveal=reveal_secrets))
 
 
 def _body(request: HttpRequest) -> tuple[dict[str, Any], list[dict[str, Any]]]:

@@ -134,6 +134,7 @@ class ReviewItem(models.Model):
         permissions = [
             ("review", "Can review and decide items"),
             ("manage", "Can reassign items, release claims and extend deadlines"),
+            ("reveal_secrets", "Can reveal the secrets withheld from a proposal (audited)"),
         ]
 
     def __str__(self) -> str:
@@ -242,6 +243,34 @@ class Approval(models.Model):
 
 
 class AuditEventQuerySet(models.QuerySet["AuditEvent"]):
+    def about(
+        self,
+        item: ReviewItem,
+        action: str,
+        message: str,
+        *,
+        actor: Any = None,
+        source: str,
+        **extra: Any,
+    ) -> AuditEvent:
+        """Append an event about `item` by `actor` (None: the system), with the item's
+        identifiers copied so the record outlives it."""
+        fields: dict[str, Any] = {
+            "actor": actor,
+            "actor_name": actor.get_username() if actor is not None else "",
+            "action": action,
+            "item": item,
+            "item_ref": str(item.pk),
+            "thread_ref": item.thread_id,
+            "graph": item.graph,
+            "interrupt_id": item.interrupt_id,
+            "digest_current": item.digest,
+            "summary": action,
+            "message": message,
+            "source": source,
+        }
+        return self.create(**{**fields, **extra})
+
     def update(self, **kwargs: Any) -> int:
         raise TypeError("The audit log is append-only: audit events cannot be updated.")
 
@@ -268,6 +297,7 @@ class AuditEvent(models.Model):
         ESCALATED = "escalated"
         OVERDUE = "overdue"
         EXTENDED = "extended"
+        REVEALED = "revealed", "Revealed secrets"
 
     at = models.DateTimeField(default=timezone.now, db_index=True)
     actor = models.ForeignKey(

@@ -1,8 +1,10 @@
 """Template filters for showing untrusted text honestly.
 
-`visible` escapes text and turns every invisible or direction-changing character (control
-characters, bidi overrides, zero-width characters, other Unicode format characters) into
-a visible marker such as `[U+202E]`, so that what the reviewer reads is what executes.
+`visible` escapes text and turns every character a human cannot see (control and format
+characters, bidi overrides, zero-width characters, variation selectors, look-alike
+spaces: `beamweaver_core.invisible`) into a visible marker such as `[U+202E]`, and marks
+the letters of a word that mixes scripts (a Cyrillic U+0430 in an e-mail address), so that
+what the reviewer reads is what executes.
 Both `visible` and `pretty_json` redact secret-shaped values (`beamweaver_core.redaction`):
 untrusted text can carry credentials, wherever a template shows it.
 """
@@ -10,7 +12,6 @@ untrusted text can carry credentials, wherever a template shows it.
 from __future__ import annotations
 
 import json
-import unicodedata
 from datetime import datetime
 from typing import Any
 
@@ -20,6 +21,7 @@ from django.utils import timezone
 from django.utils.html import conditional_escape, format_html
 from django.utils.safestring import SafeString, mark_safe
 
+from beamweaver_core import invisible
 from beamweaver_core.redaction import redact, redact_text
 from reviews import analytics
 
@@ -33,46 +35,51 @@ def live_poll() -> str:
     return f"every {max(100, round(seconds * 1000))}ms"
 
 
-_KEEP = {"\n", "\t"}
-_INVISIBLE_CATEGORIES = {"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"}
-
-
-def is_invisible(char: str) -> bool:
-    """Whether `char` is a control, format (bidi, zero-width) or unassigned character."""
-    if char in _KEEP:
-        return False
-    if unicodedata.category(char) in _INVISIBLE_CATEGORIES:
-        return True
-    return char in "\u115f\u1160\u3164\uffa0"  # Hangul fillers render as blanks
-
-
 @register.filter
-def visible(value: Any) -> SafeString:
-    """Escaped, redacted text with invisible characters shown as `[U+XXXX]` markers."""
-    text = "" if value is None else redact_text(str(value))
+def visible(value: Any, reveal: bool = False) -> SafeString:
+    """Escaped, redacted text with every character a human cannot see shown as a
+    `[U+XXXX]` marker and every confusable letter marked (`beamweaver_core.invisible`).
+    `reveal` (a reviewer who revealed the secrets of a proposal) skips the redaction."""
+    text = "" if value is None else str(value)
+    if not reveal:
+        text = redact_text(text)
     parts: list[str] = []
-    start = 0
-    for index, char in enumerate(text):
-        if is_invisible(char):
-            parts.append(conditional_escape(text[start:index]))
-            code = f"U+{ord(char):04X}"
-            name = unicodedata.name(char, "control character")
-            parts.append(format_html('<mark class="ctl" title="{}">[{}]</mark>', name, code))
-            start = index + 1
-    parts.append(conditional_escape(text[start:]))
+    for segment in invisible.segments(text):
+        if segment.kind == "invisible":
+            code = f"U+{ord(segment.text):04X}"
+            parts.append(
+                format_html('<mark class="ctl" title="{}">[{}]</mark>', segment.note, code)
+            )
+        elif segment.kind == "confusable":
+            parts.append(
+                format_html(
+                    '<mark class="confusable" title="{}">{}</mark>', segment.note, segment.text
+                )
+            )
+        else:
+            parts.append(conditional_escape(segment.text))
     return mark_safe("".join(parts))  # every part was escaped above
 
 
 @register.filter
 def has_invisible(value: Any) -> bool:
-    text = "" if value is None else str(value)
-    return any(is_invisible(c) for c in text)
+    """Whether the text has a character a human cannot see or a confusable letter."""
+    return invisible.has_hidden("" if value is None else str(value))
 
 
 @register.filter
-def pretty_json(value: Any) -> str:
-    """Indented, redacted JSON with sorted keys (plain text: escape it with `visible`)."""
-    return json.dumps(redact(value), indent=2, sort_keys=True, ensure_ascii=False, default=repr)
+def marked(value: Any) -> str:
+    """Plain text with invisible characters as `[U+XXXX]` (for attributes such as
+    `title`, which cannot carry markup; autoescaping still applies)."""
+    return invisible.marked("" if value is None else str(value))
+
+
+@register.filter
+def pretty_json(value: Any, reveal: bool = False) -> str:
+    """Indented, redacted JSON with sorted keys (plain text: escape it with `visible`);
+    `reveal` skips the redaction."""
+    shown = value if reveal else redact(value)
+    return json.dumps(shown, indent=2, sort_keys=True, ensure_ascii=False, default=repr)
 
 
 @register.filter
@@ -111,4 +118,4 @@ def sorted_items(value: Any) -> list[tuple[str, Any]]:
     return sorted(value.items())
 
 
-__all__ = ["age", "duration", "has_invisible", "is_invisible", "pretty_json", "visible"]
+__all__ = ["age", "duration", "has_invisible", "marked", "pretty_json", "visible"]

@@ -12,6 +12,7 @@ from beamweaver_core.models import Run
 from beamweaver_core.runtime import service
 from reviews.models import Decision, ReviewItem
 from tests.reviews.conftest import PASSWORD, make_reviewer
+from tests.support.legacy import unchecked_thread_ids
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -162,9 +163,10 @@ def test_an_xss_payload_in_tool_arguments_renders_as_text(sessions: Any) -> None
     alice.wait_live()
     args = {"to": XSS[1], "subject": XSS[0], "body": "\n".join(XSS)}
     thread_id = "xss-" + XSS[1]
-    service.start_run(
-        "tool_review", {"calls": [{"name": "send_email", "args": args}]}, thread_id=thread_id
-    )
+    with unchecked_thread_ids():  # a thread id from before the rule
+        service.start_run(
+            "tool_review", {"calls": [{"name": "send_email", "args": args}]}, thread_id=thread_id
+        )
 
     page.wait_for_selector("#inbox-rows > li", timeout=WAIT)
     item = paused_item(thread_id)

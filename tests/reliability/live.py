@@ -23,14 +23,14 @@ from tests.support.processes import ROOT, child_env
 @contextmanager
 def live_server(log_dir: Path, **env: str) -> Iterator[str]:
     """Serve the project on a free loopback port; yields the base URL."""
-    environment = child_env(
-        BEAMWEAVER_GRAPHS=json.dumps({**REVIEW_GRAPHS, **GRAPHS}),
-        BEAMWEAVER_WORKER_MODE="inline",
-        BEAMWEAVER_POLL_SECONDS="0.2",
-        BEAMWEAVER_LOG_LEVEL="WARNING",
-        DEBUG="0",
-        **env,
-    )
+    defaults = {
+        "BEAMWEAVER_GRAPHS": json.dumps({**REVIEW_GRAPHS, **GRAPHS}),
+        "BEAMWEAVER_WORKER_MODE": "inline",
+        "BEAMWEAVER_POLL_SECONDS": "0.2",
+        "BEAMWEAVER_LOG_LEVEL": "WARNING",
+        "DEBUG": "0",
+    }
+    environment = child_env(**{**defaults, **env})
     environment.pop("REDIS_URL", None)
     port = _free_port()
     base = f"http://127.0.0.1:{port}"

@@ -21,6 +21,7 @@ from bench.hostile.agents import agent_input
 from reviews.models import ReviewItem
 from tests.browser.conftest import Session, close_checked
 from tests.reviews.conftest import make_reviewer
+from tests.support.legacy import unchecked_thread_ids
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -110,11 +111,12 @@ def test_the_corpus_runs_nowhere_and_reads_as_text(watched: Any, server: str) ->
     text = "\n".join(CORPUS)
     thread_id = "xss-\"><svg onload=window.__xss='thread'>"
     email = {"to": CORPUS[1][:200], "subject": CORPUS[0], "body": text}
-    service.start_run(
-        "ledger_agent",
-        agent_input([{"name": "send_email", "args": email}], say=text),
-        thread_id=thread_id,
-    )
+    with unchecked_thread_ids():  # a thread id from before the rule, or the checkpointer's
+        service.start_run(
+            "ledger_agent",
+            agent_input([{"name": "send_email", "args": email}], say=text),
+            thread_id=thread_id,
+        )
 
     page.wait_for_selector("#inbox-rows > li", timeout=WAIT)  # pushed live (case 40)
     alice.assert_inert("inbox with a pushed row")

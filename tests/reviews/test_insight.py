@@ -176,7 +176,7 @@ def test_replaying_reviews_and_unreviewed_executions(alice: User) -> None:
     _executed("t-free", "issue_refund", {"order_id": "9", "amount": 150.0})
     _executed("t-free", "lookup_order", {"order_id": "9"})
 
-    calls, truncated = simulation.recorded_calls(timezone.now() - timedelta(days=1))
+    calls, truncated = simulation.recorded_calls(alice, timezone.now() - timedelta(days=1))
     candidates, _ = simulation.parse_policy('{"issue_refund": {"when": {"amount": {">": 100}}}}')
     result = simulation.simulate(candidates, calls)
 

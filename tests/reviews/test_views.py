@@ -17,6 +17,7 @@ from beamweaver_core.models import Run
 from beamweaver_core.runtime import service
 from reviews.models import AuditEvent, Decision, ReviewItem
 from tests.reviews.conftest import PASSWORD, client_for, make_reviewer, pause, run_next
+from tests.support.legacy import unchecked_thread_ids
 
 pytestmark = pytest.mark.django_db
 
@@ -201,10 +202,13 @@ def test_the_item_page_shows_each_action_with_only_its_allowed_decisions(alice: 
 
 
 def test_untrusted_arguments_are_escaped_inside_hx_disable(alice: User) -> None:
-    item = pause(
-        input={"calls": [{"name": "send_email", "args": {"to": XSS, "subject": XSS, "body": XSS}}]},
-        thread_id=XSS,
-    )
+    with unchecked_thread_ids():  # a thread id from before the rule
+        item = pause(
+            input={
+                "calls": [{"name": "send_email", "args": {"to": XSS, "subject": XSS, "body": XSS}}]
+            },
+            thread_id=XSS,
+        )
 
     html = client_for(alice).get(f"/items/{item.pk}/").content.decode()
 
@@ -231,7 +235,7 @@ def test_invisible_characters_are_made_visible(alice: User) -> None:
     html = client_for(alice).get(f"/items/{item.pk}/").content.decode()
 
     assert "[U+202E]" in html and "[U+200B]" in html
-    assert "invisible or direction-changing characters" in html
+    assert "characters you cannot see" in html
 
 
 def test_a_long_value_is_never_silently_truncated(alice: User) -> None:
@@ -628,12 +632,17 @@ def test_the_thread_page_shows_status_events_state_history_and_items(alice: User
 
 
 def test_thread_ids_with_slashes_and_odd_characters_have_pages(alice: User) -> None:
-    item = pause(thread_id="team/a b?#\n")
+    with unchecked_thread_ids():  # a thread id from before the rule
+        item = pause(thread_id="team/a b?#\n")
+    client = client_for(alice)
 
-    response = client_for(alice).get("/threads/team/a%20b%3F%23%0A/")
+    typed = client.get("/threads/team/a%20b%3F%23%0A/")
+    linked = client.get("/threads/team%252Fa%2520b%253F%2523%250A/")
 
-    assert response.status_code == 200
-    assert 'ws-connect="/ws/threads/team%2Fa%20b%3F%23%0A/"' in response.content.decode()
+    assert typed.status_code == linked.status_code == 200
+    html = linked.content.decode()
+    assert 'ws-connect="/ws/threads/team%252Fa%2520b%253F%2523%250A/"' in html
+    assert 'hx-get="/threads/team%252Fa%2520b%253F%2523%250A/"' in html
     assert item.thread_id == "team/a b?#\n"
 
 
@@ -679,7 +688,8 @@ def test_the_start_page_lists_registered_graphs_and_marks_agents(alice: User) ->
 
 
 def test_the_audit_log_filters_and_exports_csv(alice: User, bob: User) -> None:
-    item = pause(thread_id="=cmd|' /C calc'!A0")
+    with unchecked_thread_ids():  # a thread id from before the rule
+        item = pause(thread_id="=cmd|' /C calc'!A0")
     post_decision(client_for(alice), item, {"d0-type": "approve"})
     post_decision(client_for(bob), item, {"d0-type": "reject"})
     client = client_for(alice)

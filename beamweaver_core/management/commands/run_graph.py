@@ -36,7 +36,12 @@ class Command(BaseCommand):
             help="The run's context (the graph's runtime.context) as a JSON object, e.g. "
             '\'{"user_id": 7, "strict": true}\'; the thread\'s resumes reuse it.',
         )
-        parser.add_argument("--thread", default=None, help="Thread id (default: a new thread).")
+        parser.add_argument(
+            "--thread",
+            default=None,
+            help="Thread id (default: a new thread): 1 to 128 ASCII letters, digits, '-', '_', "
+            "'.' or ':', starting with a letter or digit.",
+        )
         parser.add_argument(
             "--json",
             action="store_true",
