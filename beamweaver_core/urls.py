@@ -6,6 +6,7 @@ from django.urls import include, path
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("accounts/", include("django.contrib.auth.urls")),
+    path("lg/", include("beamweaver_core.protocol.urls")),
     path("", include("reviews.urls")),
 ]
 
