@@ -19,6 +19,7 @@ PROTOCOL_GRAPHS = {
     "nested": "tests.protocol.graphs:nested",
     "chat": "tests.protocol.graphs:chat",
     "mailer": "tests.protocol.graphs:mailer",
+    "configured": "tests.protocol.graphs:configured",
 }
 
 
@@ -130,4 +131,19 @@ mailer = Agent.build(
     tools=[send_email],
     interrupt_on={"send_email": True},
     name="mailer",
+)
+
+
+def _show_config(state: dict[str, Any], runtime: Any) -> dict[str, Any]:
+    configurable = runtime.config.get("configurable") or {}
+    return {
+        "seen": {
+            "configurable": {k: v for k, v in configurable.items() if k not in ("thread_id",)},
+            "context": runtime.context,
+        }
+    }
+
+
+configured = (
+    Graph(name="configured").add_node("show", _show_config).add_edge(START, "show").compile()
 )
