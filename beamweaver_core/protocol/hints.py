@@ -32,6 +32,9 @@ class Hints:
         self.group = thread_group(thread_id)
         self.layer: Any = None
         self.channel: str | None = None
+        # One receive at a time, never cancelled: cancelling a channel layer's receive
+        # can lose the message it was taking (channels-redis).
+        self._receiving: asyncio.Future[Any] | None = None
 
     @property
     def live(self) -> bool:
@@ -59,31 +62,36 @@ class Hints:
         if self.channel is None:
             return
         channel, self.channel = self.channel, None
+        if self._receiving is not None:
+            self._receiving.cancel()
         try:
             await asyncio.wait_for(self.layer.group_discard(self.group, channel), LAYER_TIMEOUT)
         except Exception as error:
             logger.info("Could not leave %s: %r", self.group, error)
 
     async def wait(self, poll: float) -> list[dict[str, Any]]:
-        """The hints that arrive within `poll` seconds (at least one, or none on timeout).
-
-        Without a live layer this just sleeps `poll` seconds: the caller reads Postgres."""
+        """The hints that arrived, waiting up to `poll` seconds for the first (none on
+        timeout). Without a live layer this just sleeps `poll` seconds: the caller reads
+        Postgres."""
         if self.channel is None:
             await asyncio.sleep(poll)
             return []
-        try:
-            first = await asyncio.wait_for(self.layer.receive(self.channel), poll)
-        except TimeoutError:
-            return []
-        except Exception as exc:
-            logger.warning("Hints for %s stopped (%r): polling Postgres instead", self.group, exc)
-            self.channel = None
-            return []
-        found = [first]
-        for _ in range(DRAIN):
+        found: list[dict[str, Any]] = []
+        for index in range(DRAIN):
+            if self._receiving is None:
+                self._receiving = asyncio.ensure_future(self.layer.receive(self.channel))
+            if index == 0:
+                await asyncio.wait({self._receiving}, timeout=poll)
+            if not self._receiving.done():
+                break
+            receiving, self._receiving = self._receiving, None
             try:
-                found.append(await asyncio.wait_for(self.layer.receive(self.channel), 0.001))
-            except Exception:
+                found.append(receiving.result())
+            except Exception as exc:
+                logger.warning(
+                    "Hints for %s stopped (%r): polling Postgres instead", self.group, exc
+                )
+                self.channel = None
                 break
         return found
 

@@ -143,7 +143,10 @@ async def wait(request: HttpRequest, user: Any, thread_id: str | None = None) ->
     schema = "RunCreateStateless" if thread_id is None else "RunCreateStateful"
     body = await in_thread(json_body)(request, schema)
     run = await in_thread(launch)(user, thread_id, body)
-    response = StreamingHttpResponse(result_body(run), content_type="application/json")
+    leaving = body.get("on_disconnect") == "cancel"
+    response = StreamingHttpResponse(
+        result_body(run, cancel_on_disconnect=leaving), content_type="application/json"
+    )
     return located(response, run, "/join")
 
 

@@ -15,6 +15,7 @@ much in the server's socket buffers.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -27,6 +28,9 @@ from beamweaver_core.protocol.db import in_thread
 from beamweaver_core.protocol.hints import Hints
 from beamweaver_core.protocol.sse import HEARTBEAT, encode
 from beamweaver_core.protocol.translate import Translator
+from beamweaver_core.runtime.service import RunStateError, cancel_run
+
+logger = logging.getLogger(__name__)
 
 TERMINAL = frozenset(
     {Run.Status.INTERRUPTED, Run.Status.SUCCEEDED, Run.Status.FAILED, Run.Status.CANCELLED}
@@ -43,6 +47,8 @@ class StreamRequest:
     modes: frozenset[str]
     subgraphs: bool = False
     after: tuple[int, int] | None = None
+    cancel_on_disconnect: bool = False
+    """Cancel the run if the client leaves before it stops (`on_disconnect="cancel"`)."""
 
 
 def _conf(name: str, default: float) -> float:
@@ -78,12 +84,40 @@ def _status(run_id: Any) -> str | None:
     return Run.objects.filter(id=run_id).values_list("status", flat=True).first()
 
 
+def cancel_quietly(run_id: Any) -> None:
+    """Cancel the run its client left (`on_disconnect="cancel"`), unless it stopped."""
+    try:
+        cancel_run(run_id)
+    except (RunStateError, Run.DoesNotExist) as exc:
+        logger.info("Run %s not cancelled on disconnect: %s", run_id, exc)
+
+
 async def frames(
     request: StreamRequest, translator: Translator, hints: Hints | None = None
 ) -> AsyncIterator[bytes]:
     """The SSE bytes of the run's stream (see the module docstring). `hints`: a
     subscription taken before the run was queued (so no live delta is missed), which the
     stream then owns."""
+    ended = False
+    try:
+        async for chunk in _produce(request, translator, hints):
+            if chunk == _DONE:
+                ended = True
+                continue
+            yield chunk
+    finally:
+        if request.cancel_on_disconnect and not ended:
+            await in_thread(cancel_quietly)(request.run.id)
+
+
+_DONE = b""
+"""Said by `_produce` when it stops on its own, the run stopped or the byte limit reached
+(never sent on): anything else ending the stream is the client leaving."""
+
+
+async def _produce(
+    request: StreamRequest, translator: Translator, hints: Hints | None
+) -> AsyncIterator[bytes]:
     run = request.run
     batch = in_thread(_batch)
     status = in_thread(_status)
@@ -110,9 +144,11 @@ async def frames(
                     yield encode(event, data, event_id)
                 if not found:
                     yield encode("end", None)
+                    yield _DONE
                     return
                 continue
             if sent > limit:
+                yield _DONE
                 return  # the client reconnects with Last-Event-ID (see the docstring)
             poll = (
                 _conf("LG_POLL_SECONDS", 2.0)
@@ -132,4 +168,4 @@ async def frames(
                 yield HEARTBEAT
 
 
-__all__ = ["TERMINAL", "StreamRequest", "frames", "open_translator"]
+__all__ = ["TERMINAL", "StreamRequest", "cancel_quietly", "frames", "open_translator"]

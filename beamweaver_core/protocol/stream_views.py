@@ -11,7 +11,7 @@ from django.http import HttpRequest, StreamingHttpResponse
 from django.http.response import HttpResponseBase
 
 from beamweaver_core.protocol import lookup, schemas
-from beamweaver_core.protocol.body import json_body
+from beamweaver_core.protocol.body import flag, json_body
 from beamweaver_core.protocol.db import in_thread
 from beamweaver_core.protocol.errors import ProtocolError
 from beamweaver_core.protocol.hints import Hints
@@ -62,7 +62,12 @@ async def stream(request: HttpRequest, user: Any, thread_id: str | None = None) 
     hints = await Hints(thread_id or str(own)).__aenter__()
     try:
         run = await in_thread(launch)(user, thread_id, body, own_thread=own)
-        wanted = StreamRequest(run=run, modes=modes, subgraphs=bool(body.get("stream_subgraphs")))
+        wanted = StreamRequest(
+            run=run,
+            modes=modes,
+            subgraphs=bool(body.get("stream_subgraphs")),
+            cancel_on_disconnect=body.get("on_disconnect") == "cancel",
+        )
         translator = await in_thread(open_translator)(wanted)
     except BaseException:
         await hints.__aexit__(None, None, None)
@@ -74,12 +79,15 @@ def _join_request(request: HttpRequest, user: Any, thread_id: str, run_id: str) 
     run = lookup.run(user, thread_id, run_id)
     record = ProtocolRun.objects.filter(run_id=run.id).first()
     kwargs = record.kwargs if record is not None else {}
-    asked = request.GET.getlist("stream_mode")
+    asked = [
+        mode for mode in request.GET.getlist("stream_mode") if mode
+    ]  # the SDK sends "" for None
     return StreamRequest(
         run=run,
         modes=_modes(asked or kwargs.get("stream_mode")),
         subgraphs=bool(kwargs.get("stream_subgraphs")),
         after=_after(request),
+        cancel_on_disconnect=flag(request.GET, "cancel_on_disconnect"),
     )
 
 

@@ -75,8 +75,10 @@ class Translator:
         self.messages = 0
         self.step = 0
         self.asked: dict[str, Any] | None = None
-        self.streamed = False
         self.partial: dict[str, str] = {}
+        """The text streamed so far of each model reply, by message id."""
+        self.closed: set[str] = set()
+        """Replies whose step was stored: their late deltas are not sent any more."""
         self.meta = {
             "run_id": self.run_id,
             "thread_id": run.thread_id,
@@ -191,7 +193,8 @@ class Translator:
             frames.append(("values", self.values))
         frames.extend(self._checkpoint_frames(snapshot, row))
         frames.extend(self._new_messages(snapshot, before, row))
-        self.streamed = False
+        self.closed.update(self.partial)
+        self.partial.clear()
         return frames
 
     def _interrupted(self, row: RunEvent, data: Mapping[str, Any]) -> list[Frame]:
@@ -260,18 +263,20 @@ class Translator:
         given = record.get("data")
         data: Mapping[str, Any] = given if isinstance(given, Mapping) else {}
         message_id = str(data.get("message_id") or "")
+        if message_id in self.closed:
+            return []  # a hint that came after the stored step: the reply was sent whole
         ns = shapes.namespace(str(record.get("ns") or ""))
         suffix = f"|{ns}" if ns and self.subgraphs else ""
         meta = {**self.meta, "langgraph_node": record.get("node"), "langgraph_checkpoint_ns": ns}
         piece = shapes.chunk(message_id, data)
-        self.streamed = True
+        first = message_id not in self.partial
+        self.partial[message_id] = self.partial.get(message_id, "") + piece["content"]
         frames: list[Frame] = []
         if "messages-tuple" in self.modes:
             frames.append((f"messages{suffix}", [piece, meta]))
         if "messages" in self.modes:
-            if message_id not in self.partial:
+            if first:
                 frames.append(("messages/metadata", {message_id: {"metadata": meta}}))
-            self.partial[message_id] = self.partial.get(message_id, "") + piece["content"]
             whole = {**piece, "type": "ai", "content": self.partial[message_id]}
             whole.pop("tool_call_chunks")
             frames.append(("messages/partial", [whole]))
@@ -293,8 +298,8 @@ class Translator:
         for position in range(before, len(found)):
             message = found[position]
             wire = self._message(message, position)
-            if wire is None or (self.streamed and wire["type"] == "ai"):
-                continue  # the model streamed this one token by token already
+            if wire is None or (wire["type"] == "ai" and wire["content"] in self.partial.values()):
+                continue  # this stream got it token by token already (all of it)
             if "messages-tuple" in wanted:
                 frames.append(("messages", [wire, meta]))
             if "messages" in wanted:

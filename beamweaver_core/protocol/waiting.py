@@ -14,7 +14,7 @@ from beamweaver_core.models import Run
 from beamweaver_core.protocol.db import in_thread
 from beamweaver_core.protocol.hints import Hints
 from beamweaver_core.protocol.outcome import result
-from beamweaver_core.protocol.stream import TERMINAL
+from beamweaver_core.protocol.stream import TERMINAL, cancel_quietly
 
 KEEPALIVE_SECONDS = 5.0
 
@@ -37,10 +37,11 @@ async def until_stopped(run: Run) -> Run | None:
             await hints.wait(float(settings.BEAMWEAVER.get(key, 2.0 if hints.live else 0.5)))
 
 
-async def result_body(run: Run) -> AsyncIterator[bytes]:
+async def result_body(run: Run, *, cancel_on_disconnect: bool = False) -> AsyncIterator[bytes]:
     """The run's result (`outcome.result`) once it stops, after a newline every few
     seconds meanwhile (as LangGraph's server does: proxies keep the request open, and
-    JSON parsers skip the leading white space)."""
+    JSON parsers skip the leading white space). `cancel_on_disconnect`: a client that
+    leaves first cancels the run (`on_disconnect="cancel"`)."""
     waiter = asyncio.ensure_future(until_stopped(run))
     try:
         while True:
@@ -52,7 +53,10 @@ async def result_body(run: Run) -> AsyncIterator[bytes]:
         body = await in_thread(result)(stopped) if stopped is not None else {}
         yield json.dumps(body, ensure_ascii=False, separators=(",", ":"), default=str).encode()
     finally:
-        waiter.cancel()
+        if not waiter.done():
+            waiter.cancel()
+            if cancel_on_disconnect:
+                await in_thread(cancel_quietly)(run.id)
 
 
 __all__ = ["result_body", "until_stopped"]

@@ -102,7 +102,10 @@ def _hello(messages: list[Message]) -> Message:
     return Message.assistant("Hello there friend")
 
 
-chat = Agent.build(model=ScriptedChatModel([_hello] * 1000, chunk_size=6), tools=[], name="chat")
+# Its reply streams in three chunks over 40 ms, as a provider's would.
+chat = Agent.build(
+    model=ScriptedChatModel([_hello] * 1000, chunk_size=6, chunk_delay=0.02), tools=[], name="chat"
+)
 
 
 @tool
