@@ -89,16 +89,16 @@ class ThreadStream:
             cursor = row.id
         return out, cursor
 
-    def stopped(self) -> list[tuple[str, Any, str | None]]:
-        """`run_done` for runs that stopped without a stored end (cancelled runs)."""
+    def stopped(self) -> list[Any]:
+        """The runs streamed here that stopped without a stored end (a cancelled run, or
+        one the lease sweeper failed)."""
         open_runs = [r for r in self.translators if r not in self.done]
         statuses = dict(Run.objects.filter(id__in=open_runs).values_list("id", "status"))
-        out: list[tuple[str, Any, str | None]] = []
-        for run_id in open_runs:
-            if statuses.get(run_id, Run.Status.CANCELLED) in TERMINAL:
-                self.done.add(run_id)
-                out.append(("metadata", {"status": "run_done", "run_id": str(run_id)}, None))
-        return out
+        return [r for r in open_runs if statuses.get(r, Run.Status.CANCELLED) in TERMINAL]
+
+    def announce_done(self, runs: list[Any]) -> list[tuple[str, Any, str | None]]:
+        self.done.update(runs)
+        return [("metadata", {"status": "run_done", "run_id": str(r)}, None) for r in runs]
 
     def live(self, hint: dict[str, Any]) -> list[Frame]:
         translator = self.translators.get(_uuid(hint.get("run_id")))
@@ -126,7 +126,13 @@ async def thread_frames(
         while True:
             found, cursor = await batch(cursor, skip)
             skip = -1
-            found += await stopped()
+            if not found:
+                ended = await stopped()
+                if ended:
+                    # Their last events may have been committed since the batch was read.
+                    found, cursor = await batch(cursor, skip)
+                    if not found:
+                        found = stream.announce_done(ended)
             for event, data, event_id in found:
                 yield encode(event, data, event_id)
             if found:

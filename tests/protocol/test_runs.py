@@ -409,3 +409,15 @@ def test_a_run_started_over_lg_is_decided_in_the_inbox_and_a_joined_stream_sees_
     assert ("values", {"amount": 3, "answer": True, "log": ["finish"]}) in events
     assert events[-1] == ("metadata", {"status": "run_done", "run_id": str(resume.id)})
     assert alice.threads.get(thread_id)["status"] == "idle"
+
+
+def test_a_client_that_leaves_cancels_its_run_when_it_asked_to(
+    lg_url: str, alice_token: str
+) -> None:
+    thread_id = client(lg_url, alice_token).threads.create()["thread_id"]
+    body = {"assistant_id": "steps", "input": {"log": []}, "on_disconnect": "cancel"}
+    http = httpx.Client(base_url=lg_url, headers={"x-api-key": alice_token}, timeout=30)
+    with http, http.stream("POST", f"/threads/{thread_id}/runs/stream", json=body) as response:
+        next(response.iter_lines())  # the metadata event: the run is queued
+    run = wait_for(lambda: Run.objects.filter(thread_id=thread_id, status="cancelled").first())
+    assert run.error.startswith("Cancelled")
