@@ -93,25 +93,37 @@ def _not_allowed(allowed: list[str]) -> HttpResponse:
     return response
 
 
+def _early(request: HttpRequest, allowed: list[str]) -> HttpResponse | None:
+    """The answer to a CORS preflight or a method the route does not take, if it is one."""
+    if request.method == "OPTIONS":
+        return _preflight(request, allowed)
+    if request.method not in allowed:
+        return _cors(request, _not_allowed(allowed))
+    return None
+
+
+def _known(exc: Exception) -> HttpResponse:
+    """The protocol's answer to `exc`; anything else is raised again (a server error)."""
+    known = failure(exc)
+    if known is None:
+        raise exc
+    return known
+
+
 def endpoint(*, public: bool = False, **methods: Handler) -> Callable[..., HttpResponse]:
     """A view answering each HTTP method with its handler `(request, user, **path)`."""
     allowed = sorted(methods)
 
     @csrf_exempt
     def view(request: HttpRequest, **path: Any) -> HttpResponse:
-        if request.method == "OPTIONS":
-            return _preflight(request, allowed)
-        handler = methods.get(request.method or "")
-        if handler is None:
-            return _cors(request, _not_allowed(allowed))
+        early = _early(request, allowed)
+        if early is not None:
+            return early
         try:
             user = None if public else caller(request)
-            response = answer(handler(request, user, **path))
+            response = answer(methods[str(request.method)](request, user, **path))
         except Exception as exc:
-            known = failure(exc)
-            if known is None:
-                raise
-            response = known
+            response = _known(exc)
         return _cors(request, response)
 
     return view
@@ -123,18 +135,14 @@ def aendpoint(method: str, handler: Callable[..., Awaitable[HttpResponse]]) -> C
     @csrf_exempt
     @functools.wraps(handler)
     async def view(request: HttpRequest, **path: Any) -> HttpResponse:
-        if request.method == "OPTIONS":
-            return _preflight(request, [method])
-        if request.method != method:
-            return _cors(request, _not_allowed([method]))
+        early = _early(request, [method])
+        if early is not None:
+            return early
         try:
             user = await in_thread(caller)(request)
             response = await handler(request, user, **path)
         except Exception as exc:
-            known = failure(exc)
-            if known is None:
-                raise
-            response = known
+            response = _known(exc)
         return _cors(request, response)
 
     return view
