@@ -154,8 +154,10 @@ def configure(namespace: MutableMapping[str, Any], *, admin: bool = True) -> Non
                     processors.append(processor)
             break
 
-    for entry in namespace.get("DATABASES", {}).values():
-        if entry.get("ENGINE") in POSTGRES_ENGINES:
+    # BeamWeaver's tables live in the default database; other PostgreSQL ones get the
+    # same pool, others are the host's business.
+    for alias, entry in namespace.get("DATABASES", {}).items():
+        if alias == "default" or entry.get("ENGINE") in POSTGRES_ENGINES:
             database(entry)
     namespace.setdefault("CONTENT_SECURITY_POLICY", copy.deepcopy(CONTENT_SECURITY_POLICY))
     # One process (inline workers) until the host sets a shared layer (redis_channel_layer).

@@ -23,7 +23,10 @@ from beamweaver_core.runtime.heartbeats import alive_after
 logger = logging.getLogger(__name__)
 
 STATEMENT_TIMEOUT_MS = 2000
-ACTIVE_STATUSES = ("queued", "running", "interrupted")
+ACTIVE_STATUSES = ("queued", "running")
+"""The statuses a run leaves. A run that paused stays `interrupted` for good (its resume
+is another run), so those are not counted here: what waits for people is what
+`beamweaver_review_items_pending` counts."""
 
 Source = Callable[[Any], Iterable[Metric]]
 """A function of a database cursor that yields metric families."""
@@ -41,8 +44,8 @@ def runtime_metrics(cursor: Any) -> Iterator[Metric]:
     """Runs by graph and status, the queue, leases waiting for the sweeper, workers."""
     runs = GaugeMetricFamily(
         "beamweaver_runs",
-        "Runs by graph and status, for the statuses a run leaves (queued, running, "
-        "interrupted); finished runs are counted by beamweaver_run_executions_total.",
+        "Runs queued or running now, by graph and status; how executions ended is "
+        "counted by beamweaver_run_executions_total.",
         labels=["graph", "status"],
     )
     depth = GaugeMetricFamily("beamweaver_queue_depth", "Queued runs, by graph.", labels=["graph"])
