@@ -18,6 +18,7 @@ from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from beamweaver_core.embed.settings import CONTENT_SECURITY_POLICY as _CSP
+from beamweaver_core.embed.settings import redis_channel_layer
 from beamweaver_core.observability.logs import logging_config
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -175,17 +176,9 @@ DATABASES = {"default": _default_db}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 if os.environ.get("REDIS_URL"):
-    CHANNEL_LAYERS = {
-        "default": {
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {
-                "hosts": [os.environ["REDIS_URL"]],
-                "prefix": os.environ.get("BEAMWEAVER_CHANNEL_PREFIX", "beamweaver"),
-                "capacity": 1000,
-                "expiry": 30,
-            },
-        }
-    }
+    CHANNEL_LAYERS = redis_channel_layer(
+        os.environ["REDIS_URL"], prefix=os.environ.get("BEAMWEAVER_CHANNEL_PREFIX", "beamweaver")
+    )
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 

@@ -105,11 +105,16 @@ def database(entry: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
 
 
 def redis_channel_layer(url: str, *, prefix: str = "beamweaver") -> dict[str, Any]:
-    """`CHANNEL_LAYERS` on Redis: what several processes or machines share."""
+    """`CHANNEL_LAYERS` on Redis: what several processes or machines share.
+
+    No client-side read timeout: a consumer waits on a blocking pop (`BZPOPMIN`, 5 s on
+    the server), and redis-py 8's default `socket_timeout` of 5 s cut those waits short,
+    tearing every open websocket down every few seconds (django/channels_redis#422)."""
+    host = {"address": url, "socket_timeout": None}
     return {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [url], "prefix": prefix, "capacity": 1000, "expiry": 30},
+            "CONFIG": {"hosts": [host], "prefix": prefix, "capacity": 1000, "expiry": 30},
         }
     }
 

@@ -135,6 +135,7 @@ def test_one_scrape_adds_up_the_web_process_and_the_workers(
             server.replace("http", "ws") + "/ws/inbox/", additional_headers=headers
         ) as socket:
             socket.recv(timeout=15)  # the snapshot
+            opened = time.monotonic()
             _wait(
                 lambda: ReviewItem.objects.filter(status="pending").count() == 2,
                 "both runs to pause for review",
@@ -158,6 +159,10 @@ def test_one_scrape_adds_up_the_web_process_and_the_workers(
                 "the approved run to finish",
             )
             _wait(lambda: _value(_scrape(server), "beamweaver_workers_alive") == 2, "two workers")
+            # Open longer than redis-py 8's default read timeout, which once closed every
+            # socket of the Redis layer after 5 s (embed.settings.redis_channel_layer).
+            time.sleep(max(0.0, 6.5 - (time.monotonic() - opened)))
+            assert socket.ping().wait(5)
             families = _scrape(server)
     finally:
         for worker in workers:
