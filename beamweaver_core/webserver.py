@@ -10,12 +10,9 @@ request's id and its secret query parameters withheld.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 
 from beamweaver_core.observability.asgi import RequestContext
-
-logger = logging.getLogger(__name__)
 
 WEBSOCKET_MAX_MESSAGE = 64 * 1024
 
