@@ -21,6 +21,7 @@ from beamweaver_core.exceptions import GraphChangedError, InvalidUpdateError
 from beamweaver_core.graph.interrupts import GraphInterrupt, ParentCommand, TaskScope, current_scope
 from beamweaver_core.graph.nodes import Branch, NodeSpec
 from beamweaver_core.graph.runtime import Runtime
+from beamweaver_core.observability import tracing
 from beamweaver_core.types import END, Command, Interrupt, Send
 
 if TYPE_CHECKING:
@@ -257,7 +258,27 @@ class TaskRunner:
                 return TaskOutcome(task, "failed", error=inner)
         return TaskOutcome(task, "failed", error=exc)
 
+    def _span(self, task: TaskSpec) -> Any:
+        loop = self.loop
+        return tracing.node_span(
+            task.name, graph=self.graph.name, thread_id=loop.thread_id, ns=loop.ns
+        )
+
     def run_sync(self, task: TaskSpec, answers: Sequence[Any]) -> TaskOutcome:
+        with self._span(task) as span:
+            outcome = self._run_sync(task, answers)
+            if outcome.status == "failed":
+                tracing.failed(span, outcome.error)
+        return outcome
+
+    async def run_async(self, task: TaskSpec, answers: Sequence[Any]) -> TaskOutcome:
+        with self._span(task) as span:
+            outcome = await self._run_async(task, answers)
+            if outcome.status == "failed":
+                tracing.failed(span, outcome.error)
+        return outcome
+
+    def _run_sync(self, task: TaskSpec, answers: Sequence[Any]) -> TaskOutcome:
         spec, scope, arg = self._prepare(task, answers)
         token = current_scope.set(scope)
         sink = self.loop.sink
@@ -278,7 +299,7 @@ class TaskRunner:
         self._emit_finished(outcome)
         return outcome
 
-    async def run_async(self, task: TaskSpec, answers: Sequence[Any]) -> TaskOutcome:
+    async def _run_async(self, task: TaskSpec, answers: Sequence[Any]) -> TaskOutcome:
         spec, scope, arg = self._prepare(task, answers)
         token = current_scope.set(scope)
         sink = self.loop.sink
