@@ -37,7 +37,8 @@ from beamweaver_core.agent.subagents import (
     inherited_tool_names,
     task_tool,
 )
-from beamweaver_core.agent.tools import Tool, Toolset, expand_tools
+from beamweaver_core.agent.tools import Tool
+from beamweaver_core.agent.toolsets import ToolLike, expand_tools
 from beamweaver_core.exceptions import CheckpointerRequiredError, GraphDefinitionError
 from beamweaver_core.graph import CompiledGraph, Envelope, StateSnapshot
 from beamweaver_core.llm.base import ChatModel
@@ -46,7 +47,6 @@ from beamweaver_core.types import Command, RunResult
 if TYPE_CHECKING:
     from beamweaver_core.checkpoint.base import Checkpointer
 
-ToolLike = Tool | type[Tool] | Callable[..., Any] | Toolset
 AnySubagent = SubagentSpec | CompiledSubagent | AsyncSubagentSpec
 Config = dict[str, Any]
 _R = TypeVar("_R")
@@ -194,6 +194,7 @@ class Agent:
                     model=self.model,
                     interrupt_on=self.interrupt_on,
                     review=reviews,
+                    make_agent=Agent,
                 )
             )
         background = [s for s in self.subagents if isinstance(s, AsyncSubagentSpec)]
@@ -386,4 +387,4 @@ def _agent_input(value: Any) -> Any:
     return value
 
 
-__all__ = ["Agent", "AnySubagent", "ToolLike"]
+__all__ = ["Agent", "AnySubagent"]

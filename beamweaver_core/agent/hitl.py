@@ -46,12 +46,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from beamweaver_core.agent.canonical import canonical_json
-from beamweaver_core.agent.messages import (
-    ORIGINAL_TOOL_CALLS_KEY,
-    Message,
-    ToolCall,
-    ToolCallEdits,
-)
 from beamweaver_core.agent.middleware import Middleware, ToolHandler, ToolRequest
 from beamweaver_core.agent.review import (
     DECISION_TYPES,
@@ -64,13 +58,20 @@ from beamweaver_core.agent.review import (
     validate_decisions,
 )
 from beamweaver_core.agent.state import pending_tool_calls
-from beamweaver_core.agent.tools import Tool, as_tool
+from beamweaver_core.agent.tools import Tool
+from beamweaver_core.agent.toolsets import as_tool
 from beamweaver_core.exceptions import (
     CheckpointerRequiredError,
     NotAReviewError,
     ReviewChangedError,
 )
 from beamweaver_core.graph.interrupts import answered_interrupt, interrupt
+from beamweaver_core.messages import (
+    ORIGINAL_TOOL_CALLS_KEY,
+    Message,
+    ToolCall,
+    ToolCallEdits,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Collection, Sequence

@@ -16,11 +16,11 @@ from typing import Any
 
 import pytest
 
-from beamweaver_core.agent.messages import Message, ToolCall
 from beamweaver_core.checkpoint.base import Checkpointer
 from beamweaver_core.checkpoint.types import Checkpoint, NewCheckpoint, TaskRecord, TaskSpec
 from beamweaver_core.exceptions import ThreadBusyError
 from beamweaver_core.graph import END, START, Command, Graph, Interrupt, Send, interrupt
+from beamweaver_core.messages import Message, ToolCall
 
 
 def make_checkpoint(
