@@ -17,7 +17,7 @@ class BeamWeaverCoreConfig(AppConfig):
             checks,  # noqa: F401  (registers the system checks)
             ratelimit,  # noqa: F401  (counts failed logins)
         )
-        from beamweaver_core.graph.tasks import register_thread_cleanup
+        from beamweaver_core.graph.threads import register_thread_cleanup
 
         # Graph tasks run on pooled threads; one that used the database (a nested graph's
         # checkpoints, a tool) gives its connection back to the pool when it finishes.

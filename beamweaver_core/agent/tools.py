@@ -29,7 +29,7 @@ from beamweaver_core.exceptions import (
     InvalidDecisionError,
     ThreadBusyError,
 )
-from beamweaver_core.graph.tasks import run_coroutine_blocking
+from beamweaver_core.graph.threads import run_coroutine_blocking
 from beamweaver_core.llm.base import ToolSpec
 from beamweaver_core.messages import Message, ToolCall
 
