@@ -12,9 +12,10 @@ from typing import TYPE_CHECKING, Any
 
 from beamweaver_core.agent.agent import Agent
 from beamweaver_core.agent.async_subagents import AsyncSubagentSpec, AsyncTask, AsyncTaskClient
+from beamweaver_core.agent.decisions import HITL
 from beamweaver_core.agent.hitl import HumanInTheLoop
 from beamweaver_core.agent.middleware import Middleware, ModelRequest, ToolRequest
-from beamweaver_core.agent.review import HITL, ActionRequest, ReviewConfig, ReviewRequest
+from beamweaver_core.agent.review import ActionRequest, ReviewConfig, ReviewRequest
 from beamweaver_core.agent.subagents import CompiledSubagent, SubagentSpec
 from beamweaver_core.agent.tools import Tool, ToolRuntime, tool
 from beamweaver_core.graph.runtime import Envelope

@@ -28,8 +28,9 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 from beamweaver_core.agent.async_subagents import AsyncSubagentSpec
 from beamweaver_core.agent.async_task_tools import async_task_tools
 from beamweaver_core.agent.builder import AgentSpec, build_graph
-from beamweaver_core.agent.hitl import CHECKPOINTER_ADVICE, HumanInTheLoop, PolicyValue
+from beamweaver_core.agent.hitl import CHECKPOINTER_ADVICE, HumanInTheLoop
 from beamweaver_core.agent.middleware import Middleware
+from beamweaver_core.agent.review_policy import PolicyValue
 from beamweaver_core.agent.state import MESSAGES, as_messages
 from beamweaver_core.agent.subagents import (
     CompiledSubagent,

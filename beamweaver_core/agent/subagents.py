@@ -20,7 +20,8 @@ from beamweaver_core.graph import CompiledGraph
 from beamweaver_core.messages import Message
 
 if TYPE_CHECKING:
-    from beamweaver_core.agent.hitl import HumanInTheLoop, PolicyValue
+    from beamweaver_core.agent.hitl import HumanInTheLoop
+    from beamweaver_core.agent.review_policy import PolicyValue
     from beamweaver_core.llm.base import ChatModel
 
 TASK_TOOL_NAME = "task"
