@@ -21,7 +21,11 @@ from beamweaver_core.checkpoint.types import Checkpoint, TaskRecord, TaskSpec
 from beamweaver_core.exceptions import StaleWriterError, ThreadBusyError
 from beamweaver_core.graph import END, START, Graph
 from beamweaver_core.models import Run, Thread
-from tests.contract.checkpointer_contract import CheckpointerContract, cfg, make_checkpoint
+from tests.checkpoint.contract.checkpointer_contract import (
+    CheckpointerContract,
+    cfg,
+    make_checkpoint,
+)
 
 # Real commits: the engine runs subgraph tasks on other threads, whose connections could
 # not see a test transaction.
