@@ -163,7 +163,7 @@ class Graph:
         if problems:
             raise GraphDefinitionError(problems)
 
-        return CompiledGraph(
+        graph = CompiledGraph(
             name=name or self.name or "Graph",
             nodes=specs,
             successors={k: tuple(v) for k, v in successors.items()},
@@ -171,7 +171,6 @@ class Graph:
             branches={k: tuple(v) for k, v in branches.items()},
             reducers=dict(self.reducers),
             keys=self.keys,
-            checkpointer=checkpointer,
             interrupt_before=frozenset(specs)
             if interrupt_before == "*"
             else frozenset(interrupt_before),
@@ -179,6 +178,8 @@ class Graph:
             if interrupt_after == "*"
             else frozenset(interrupt_after),
         )
+        graph.checkpointer = checkpointer
+        return graph
 
 
 __all__ = ["Graph"]

@@ -16,13 +16,12 @@ from typing import Any
 from beamweaver_core.checkpoint.base import Checkpointer
 from beamweaver_core.exceptions import CheckpointerRequiredError, InvalidUpdateError
 from beamweaver_core.graph import inspection, streaming
-from beamweaver_core.graph.definition import Branch, GraphDefinition, Join, NodeSpec
+from beamweaver_core.graph.definition import GraphDefinition
 from beamweaver_core.graph.execution import adrive, arun_nested, drive, run_nested
 from beamweaver_core.graph.interrupts import TaskScope, current_scope
 from beamweaver_core.graph.loop import RunLoop
 from beamweaver_core.graph.resume import NO_VALUE
 from beamweaver_core.graph.runtime import Envelope, EventSink
-from beamweaver_core.graph.state import Reducer
 from beamweaver_core.types import Command, Completed, Interrupted, RunResult, Send, StateSnapshot
 
 Config = dict[str, Any]
@@ -31,32 +30,8 @@ Config = dict[str, Any]
 class CompiledGraph(GraphDefinition):
     """A checked, runnable graph. Build one with `Graph(...).compile()`."""
 
-    def __init__(
-        self,
-        *,
-        name: str,
-        nodes: dict[str, NodeSpec],
-        successors: dict[str, tuple[str, ...]],
-        joins: tuple[Join, ...],
-        branches: dict[str, tuple[Branch, ...]],
-        reducers: dict[str, Reducer],
-        keys: frozenset[str] | None,
-        checkpointer: Checkpointer | None,
-        interrupt_before: frozenset[str],
-        interrupt_after: frozenset[str],
-    ) -> None:
-        super().__init__(
-            name=name,
-            nodes=nodes,
-            successors=successors,
-            joins=joins,
-            branches=branches,
-            reducers=reducers,
-            keys=keys,
-            interrupt_before=interrupt_before,
-            interrupt_after=interrupt_after,
-        )
-        self.checkpointer = checkpointer
+    checkpointer: Checkpointer | None = None
+    """Where its threads are saved (`None`: no state between calls, no interrupts)."""
 
     def __repr__(self) -> str:
         return f"<CompiledGraph {self.name!r} nodes={list(self.nodes)}>"

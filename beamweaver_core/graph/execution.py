@@ -50,6 +50,7 @@ class TaskRunner:
         self.stored = loop.checkpointer is not None
 
     def _prepare(self, task: TaskSpec, answers: Sequence[Any]) -> tuple[NodeSpec, TaskScope, Any]:
+        """The node, scope and input of `task`, announced to the stream (`node.started`)."""
         loop = self.loop
         spec = self.graph.nodes.get(task.name)
         if spec is None:
@@ -85,6 +86,8 @@ class TaskRunner:
         arg = task.arg if task.push is not None else loop.values
         if spec.subgraph is not None:
             arg = _subgraph_input(spec.subgraph.keys, arg)
+        if loop.sink is not None:
+            loop.sink.emit("node.started", {"task_id": task.id}, node=task.name, ns=loop.ns)
         return spec, scope, arg
 
     def _finish(
@@ -148,9 +151,6 @@ class TaskRunner:
     def run_sync(self, task: TaskSpec, answers: Sequence[Any]) -> TaskOutcome:
         spec, scope, arg = self._prepare(task, answers)
         token = current_scope.set(scope)
-        sink = self.loop.sink
-        if sink is not None:
-            sink.emit("node.started", {"task_id": task.id}, node=task.name, ns=self.loop.ns)
         try:
             if spec.subgraph is not None:
                 result = self._subgraph_update(run_nested(spec.subgraph, arg, scope))
@@ -169,9 +169,6 @@ class TaskRunner:
     async def run_async(self, task: TaskSpec, answers: Sequence[Any]) -> TaskOutcome:
         spec, scope, arg = self._prepare(task, answers)
         token = current_scope.set(scope)
-        sink = self.loop.sink
-        if sink is not None:
-            sink.emit("node.started", {"task_id": task.id}, node=task.name, ns=self.loop.ns)
         try:
             if spec.subgraph is not None:
                 result = self._subgraph_update(await arun_nested(spec.subgraph, arg, scope))

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from beamweaver_core.checkpoint import serde
-from beamweaver_core.checkpoint.types import Checkpoint, TaskSpec
+from beamweaver_core.checkpoint.types import Checkpoint, Source, TaskSpec
 from beamweaver_core.exceptions import (
     CheckpointerRequiredError,
     CheckpointNotFoundError,
@@ -100,7 +100,7 @@ class RunLoop(StepLoop):
             raise InvalidUpdateError(
                 f"Graph input must be a dict of state values (or a Command), got {arg!r}."
             )
-        values = dict(head.values) if head is not None else {}
+        self.values = dict(head.values) if head is not None else {}
         if not arg:
             writes = []
         elif self.checkpointer is not None:
@@ -114,18 +114,33 @@ class RunLoop(StepLoop):
                     f"The input has key(s) {unknown} that the state schema does not declare "
                     f"(declared: {sorted(self.graph.keys)})."
                 )
-        old_values = dict(values)
-        apply_writes(values, writes, self.graph.reducers)
-        routes = routes_after(self.graph, START, values, ())
-        self.values = values
+        self._commit_writes(START, writes, source="input", parent=head, barriers={})
+
+    def _commit_writes(
+        self,
+        node: str | None,
+        writes: Sequence[tuple[str, Any]],
+        *,
+        source: Source,
+        parent: Checkpoint | None,
+        barriers: dict[str, tuple[str, ...]],
+    ) -> None:
+        """Apply `writes` as if `node` had returned them and stage the checkpoint that
+        schedules its successors (none when `node` is `None`)."""
+        old_values = dict(self.values)
+        apply_writes(self.values, writes, self.graph.reducers)
+        routes: list[str | Send] = []
+        if node is not None:
+            chosen = chosen_routes(self.graph, node, self.values) if node != START else []
+            routes = routes_after(self.graph, node, self.values, chosen, barriers)
         self._commit_step(
-            source="input",
-            parent=head,
+            source=source,
+            parent=parent,
             old_values=old_values,
             changed_keys={k for k, _ in writes},
             routes=routes,
-            barriers={},
-            step=(head.step + 1) if head is not None else -1,
+            barriers=barriers,
+            step=(parent.step + 1) if parent is not None else -1,
             after=(),
         )
 
@@ -204,23 +219,10 @@ class RunLoop(StepLoop):
                 self.breakpoint_passed = False
             self._apply_command(values, (), keep_breakpoint=True)
         else:
+            node = None if as_node in (None, END) else as_node
             writes = serde.normalize_writes(values or {})
-            old_values = dict(self.values)
-            apply_writes(self.values, writes, graph.reducers)
-            barriers = dict(self.barriers)
-            routes: list[str | Send] = []
-            if as_node is not None and as_node != END:
-                chosen = chosen_routes(graph, as_node, self.values) if as_node != START else []
-                routes = routes_after(graph, as_node, self.values, chosen, barriers)
-            self._commit_step(
-                source="update",
-                parent=base,
-                old_values=old_values,
-                changed_keys={k for k, _ in writes},
-                routes=routes,
-                barriers=barriers,
-                step=(base.step + 1) if base is not None else -1,
-                after=(),
+            self._commit_writes(
+                node, writes, source="update", parent=base, barriers=dict(self.barriers)
             )
         assert self.current is not None
         return self.current
