@@ -246,12 +246,5 @@ def _shape(item: ReviewItem, answer: Any, as_decisions: bool) -> tuple[Any, list
                 "review; answer it with --value.",
             }
         ]
-    if item.kind == ReviewItem.Kind.BREAKPOINT and answer is not None:
-        return answer, [
-            {
-                "index": None,
-                "field": "answer",
-                "message": "A breakpoint takes no answer; continue it with --value null.",
-            }
-        ]
+    # A value for a breakpoint is refused by the decision service (continue: --value null).
     return answer, []
