@@ -28,7 +28,6 @@ from beamweaver_core.models import (
 )
 from beamweaver_core.redaction import redact
 from beamweaver_core.runtime import service
-from beamweaver_core.runtime.heartbeats import alive_after
 
 
 def pretty_json(value: Any) -> str:
@@ -251,4 +250,4 @@ class WorkerHeartbeatAdmin(ReadOnlyAdmin):
     def alive(self, obj: WorkerHeartbeat) -> bool:
         interval = float(settings.BEAMWEAVER.get("HEARTBEAT_SECONDS", 5))
         seen = (timezone.now() - obj.last_seen_at).total_seconds()
-        return obj.stopped_at is None and seen <= alive_after(interval)
+        return obj.stopped_at is None and seen <= WorkerHeartbeat.alive_after(interval)

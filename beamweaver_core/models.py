@@ -373,3 +373,9 @@ class WorkerHeartbeat(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @staticmethod
+    def alive_after(heartbeat_seconds: float) -> float:
+        """Seconds without a beat after which a worker counts as gone (three beats
+        missed)."""
+        return max(3 * heartbeat_seconds, 15.0)

@@ -255,7 +255,9 @@ EMAIL_BACKEND = os.environ.get(
 )
 DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "BeamWeaver <beamweaver@localhost>")
 
-DEFAULT_EXCEPTION_REPORTER_FILTER = "beamweaver_core.redaction.RedactingExceptionReporterFilter"
+DEFAULT_EXCEPTION_REPORTER_FILTER = (
+    "beamweaver_core.exception_reports.RedactingExceptionReporterFilter"
+)
 
 # BEAMWEAVER_LOG_FORMAT=json: one JSON object per line, with request, run and thread ids.
 LOGGING = logging_config(
