@@ -6,8 +6,7 @@ from django.urls import include, path
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("accounts/", include("django.contrib.auth.urls")),
-    path("lg/", include("beamweaver_core.protocol.urls")),
-    path("", include("reviews.urls")),
+    path("", include("beamweaver_core.embed.urls")),
 ]
 
 handler500 = "beamweaver_core.errors.server_error"

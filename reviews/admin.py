@@ -19,6 +19,7 @@ from django.utils import timezone
 from django.utils.html import format_html
 
 from beamweaver_core.redaction import redact, redact_text
+from beamweaver_core.users import username_path
 from reviews.models import (
     ApiToken,
     Approval,
@@ -87,7 +88,7 @@ class ReviewItemAdmin(ReadOnlyAdmin):
 class DecisionAdmin(ReadOnlyAdmin):
     list_display = ("item", "summary", "user", "reason_code", "source", "created_at")
     list_filter = ("source", "outcome", "reason_code")
-    search_fields = ("item__thread__id", "user__username", "client_decision_id")
+    search_fields = ("item__thread__id", username_path("user"), "client_decision_id")
     exclude = ("body_json", "answer_json")
     readonly_fields = ("answer",)
 
@@ -130,7 +131,7 @@ class AuditEventAdmin(ReadOnlyAdmin):
 @admin.register(Approval)
 class ApprovalAdmin(ReadOnlyAdmin):
     list_display = ("item", "user", "source", "created_at")
-    search_fields = ("item__thread__id", "user__username")
+    search_fields = ("item__thread__id", username_path("user"))
     exclude = ("body_json",)
 
 
@@ -175,7 +176,7 @@ class ReviewPolicyAdmin(admin.ModelAdmin):
 class ApiTokenAdmin(admin.ModelAdmin):
     list_display = ("name", "user", "key", "created_at", "last_used_at", "expires_at", "revoked_at")
     list_filter = ("revoked_at",)
-    search_fields = ("name", "user__username", "key")
+    search_fields = ("name", username_path("user"), "key")
     actions = ("revoke",)
 
     def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
@@ -235,4 +236,4 @@ class OutboxMessageAdmin(ReadOnlyAdmin):
 @admin.register(NotificationPreference)
 class NotificationPreferenceAdmin(admin.ModelAdmin):
     list_display = ("user", "email_enabled")
-    search_fields = ("user__username",)
+    search_fields = (username_path("user"),)

@@ -14,6 +14,7 @@ from typing import Any
 from django.utils import timezone
 
 from beamweaver_core.graph.compiled import CompiledGraph
+from beamweaver_core.graph.definition import GraphDefinition
 from beamweaver_core.runtime import registry
 from beamweaver_core.runtime.access import access
 from beamweaver_core.types import END, START
@@ -78,7 +79,7 @@ def drawing(graph: CompiledGraph, xray: int) -> dict[str, list[dict[str, Any]]]:
 
 
 def _draw(
-    graph: CompiledGraph,
+    graph: GraphDefinition,
     prefix: str,
     xray: int,
     nodes: list[dict[str, Any]],
@@ -143,7 +144,7 @@ def _draw(
     return starts, sorted(set(exits), key=exits.index)
 
 
-def schemas(name: str, graph: CompiledGraph) -> dict[str, Any]:
+def schemas(name: str, graph: GraphDefinition) -> dict[str, Any]:
     """The graph's schemas: its state keys (the engine keeps no value types)."""
     state: dict[str, Any] = {"title": name, "type": "object"}
     if graph.keys is not None:
@@ -158,7 +159,7 @@ def schemas(name: str, graph: CompiledGraph) -> dict[str, Any]:
     }
 
 
-def subgraphs(graph: CompiledGraph, recurse: bool, prefix: str = "") -> dict[str, Any]:
+def subgraphs(graph: GraphDefinition, recurse: bool, prefix: str = "") -> dict[str, Any]:
     """The graph's subgraphs' schemas by namespace (`node` or, nested, `node|child`)."""
     found: dict[str, Any] = {}
     for node, spec in graph.nodes.items():

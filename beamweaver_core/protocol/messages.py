@@ -19,7 +19,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from beamweaver_core.agent.messages import Message, ToolCall
+from beamweaver_core.messages import Message, ToolCall
 
 WIRE_TYPES = {"user": "human", "assistant": "ai", "system": "system", "tool": "tool"}
 ROLES = {

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from datetime import date, datetime
 from typing import Any
 
-from beamweaver_core.agent.messages import Message, ToolCall
+from beamweaver_core.messages import Message, ToolCall
 from beamweaver_core.protocol.messages import is_wire_message, to_wire
 from beamweaver_core.types import Interrupt
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from beamweaver_core.agent.messages import Message, ToolCall
 from beamweaver_core.agent.state import as_message
+from beamweaver_core.messages import Message, ToolCall
 from beamweaver_core.protocol.messages import from_wire, input_values, to_wire
 from beamweaver_core.protocol.values import state_values
 
