@@ -21,6 +21,7 @@ from typing import Any
 
 from django.db import transaction
 
+from beamweaver_core import ratelimit
 from beamweaver_core.exceptions import ThreadBusyError
 from beamweaver_core.models import Run, Thread
 from beamweaver_core.protocol import assistants, lookup, webhooks
@@ -86,6 +87,7 @@ def launch(
     thread = None if thread_id is None else _thread(user, thread_id, body)
     command = body.get("command") or {}
     if "resume" in command:
+        _within_decision_rate(user)
         if thread is None:
             raise ProtocolError(
                 409, "A new thread has no interrupt to resume; start it with input."
@@ -107,6 +109,14 @@ def launch(
                 "command={'resume': ...} (a map of interrupt ids to answers for several).",
             )
     return _start(user, thread_id, thread, graph, body, webhook, own_thread)
+
+
+def _within_decision_rate(user: Any) -> None:
+    """429 past the user's decision rate (`RATE_DECISIONS`), the limit the inbox and the
+    review API apply to the same user's decisions."""
+    wait = ratelimit.hit("decide", str(user.pk), ratelimit.configured("RATE_DECISIONS"))
+    if wait is not None:
+        raise ProtocolError(429, f"Too many decisions in a short time; try again in {wait} s.")
 
 
 def _graph(user: Any, ident: str) -> str:
