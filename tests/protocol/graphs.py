@@ -20,6 +20,7 @@ PROTOCOL_GRAPHS = {
     "chat": "tests.protocol.graphs:chat",
     "mailer": "tests.protocol.graphs:mailer",
     "configured": "tests.protocol.graphs:configured",
+    "nested_ask": "tests.protocol.graphs:nested_ask",
 }
 
 
@@ -91,6 +92,24 @@ nested = (
     Graph(name="nested")
     .add_reducer("log", operator.add)
     .add_node("sub", _inner)
+    .add_node("after", _step("after"))
+    .add_edge(START, "sub")
+    .add_edge("sub", "after")
+    .compile()
+)
+
+
+_inner_ask = (
+    Graph(name="inner_ask")
+    .add_reducer("log", operator.add)
+    .add_node("ask", _ask)
+    .add_edge(START, "ask")
+    .compile()
+)
+nested_ask = (
+    Graph(name="nested_ask")
+    .add_reducer("log", operator.add)
+    .add_node("sub", _inner_ask)
     .add_node("after", _step("after"))
     .add_edge(START, "sub")
     .add_edge("sub", "after")

@@ -224,13 +224,24 @@ def test_state_is_updated_as_a_node_and_from_an_older_checkpoint(
         lg.threads.get_state("lg-state-1", checkpoint_id="0" * 32)
 
 
-def test_the_state_of_a_subgraph_is_read_with_subgraphs(lg_url: str, alice_token: str) -> None:
+def test_a_question_asked_inside_a_subgraph_is_read_with_subgraphs_and_answered(
+    lg_url: str, alice_token: str, bob_token: str
+) -> None:
     lg = client(lg_url, alice_token)
-    lg.threads.create(thread_id="lg-sub-1")
-    lg.runs.create("lg-sub-1", "nested", input={"log": []}, interrupt_after=["sub"])
-    lg.runs.join("lg-sub-1", Run.objects.get(thread_id="lg-sub-1").id.hex)
-    state = lg.threads.get_state("lg-sub-1", subgraphs=True)
-    assert state["values"]["log"] == ["deep"]
+    thread_id = lg.threads.create()["thread_id"]
+    paused = lg.runs.wait(thread_id, "nested_ask", input={"amount": 4})
+    (question,) = paused["__interrupt__"]
+    assert question["value"] == {"question": "Approve?", "amount": 4}
+    flat = lg.threads.get_state(thread_id)
+    (task,) = flat["tasks"]
+    assert task["name"] == "sub" and task["state"] is None
+    assert task["checkpoint"]["checkpoint_ns"].startswith("sub:")
+    deep = lg.threads.get_state(thread_id, subgraphs=True)
+    (task,) = deep["tasks"]
+    assert task["state"]["values"] == {"amount": 4}
+    assert task["state"]["interrupts"] == [question] and task["state"]["next"] == ["ask"]
+    done = client(lg_url, bob_token).runs.wait(thread_id, "nested_ask", command={"resume": "ok"})
+    assert done["log"] == ["after"] and "__interrupt__" not in done
 
 
 def test_tokens_act_as_their_user_and_hidden_threads_are_not_found(
