@@ -37,6 +37,9 @@ TERMINAL = frozenset(
 )
 BATCH = 100
 HEARTBEAT_SECONDS = 5.0
+GAP_WAIT_SECONDS = 1.0
+"""How long a stored step waits for the live model deltas before it (then sent without)."""
+GAP_POLL_SECONDS = 0.05
 
 
 @dataclass(frozen=True)
@@ -65,19 +68,24 @@ def open_translator(request: StreamRequest) -> Translator:
 
 def _batch(
     translator: Translator, cursor: int, skip: int
-) -> tuple[list[tuple[str, Any, str]], int]:
+) -> tuple[list[tuple[str, Any, str]], int, int | None]:
     """The frames of the next stored events after `cursor` (from `cursor` itself, less
-    its first `skip + 1` frames, when resuming in the middle of an event)."""
+    its first `skip + 1` frames, when resuming in the middle of an event); the new cursor;
+    and the seq of a stored event not sent yet because live-only events before it (model
+    deltas) may still be on their way (`Translator.missing`)."""
     rows = RunEvent.objects.filter(run_id=translator.run.id)
     rows = rows.filter(seq__gte=cursor) if skip >= 0 else rows.filter(seq__gt=cursor)
     out: list[tuple[str, Any, str]] = []
     for row in rows.order_by("seq")[:BATCH]:
+        if translator.missing(cursor, row.seq):
+            return out, cursor, row.seq
         for index, (event, data) in enumerate(translator.stored(row)):
             if row.seq == cursor and index <= skip:
                 continue
             out.append((event, data, f"{row.seq}-{index}"))
         cursor = row.seq
-    return out, cursor
+    translator.forget_below(cursor)
+    return out, cursor, None
 
 
 def _status(run_id: Any) -> str | None:
@@ -124,25 +132,46 @@ async def _produce(
     cursor, skip = request.after if request.after is not None else (0, -1)
     limit = _conf("LG_STREAM_MAX_BYTES", 4 * 1024 * 1024)
     sent, idle_since = 0, time.monotonic()
+    gap_since: float | None = None
     async with hints or Hints(run.thread_id) as subscription:
+
+        async def live(timeout: float) -> list[bytes]:
+            chunks = []
+            for hint in await subscription.wait(timeout):
+                if hint.get("type") == "run.event" and hint.get("run_id") == str(run.id):
+                    chunks += [encode(e, d) for e, d in translator.live(hint.get("event") or {})]
+            return chunks
+
         if request.after is None:
             yield encode("metadata", {"run_id": str(run.id), "attempt": max(run.attempts, 1)})
         while True:
-            found, cursor = await batch(translator, cursor, skip)
+            found, cursor, gap = await batch(translator, cursor, skip)
             skip = -1
             for event, data, event_id in found:
                 chunk = encode(event, data, event_id)
                 sent += len(chunk)
                 yield chunk
+            if gap is not None:
+                # Model deltas come as hints, and may trail the stored step after them:
+                # wait a little for them, so the tokens come before the step they belong to.
+                gap_since = gap_since or time.monotonic()
+                if time.monotonic() - gap_since > GAP_WAIT_SECONDS:
+                    translator.give_up_before(gap)
+                    gap_since = None
+                for chunk in await live(GAP_POLL_SECONDS):
+                    sent += len(chunk)
+                    yield chunk
+                continue
+            gap_since = None
             if found:
                 idle_since = time.monotonic()
                 continue
             current = await status(run.id)
             if current is None or current in TERMINAL:
-                found, cursor = await batch(translator, cursor, -1)
+                found, cursor, gap = await batch(translator, cursor, -1)
                 for event, data, event_id in found:
                     yield encode(event, data, event_id)
-                if not found:
+                if not found and gap is None:
                     yield encode("end", None)
                     yield _DONE
                     return
@@ -155,15 +184,13 @@ async def _produce(
                 if subscription.live
                 else _conf("LG_FALLBACK_POLL_SECONDS", 0.5)
             )
-            for hint in await subscription.wait(poll):
-                if hint.get("type") != "run.event" or hint.get("run_id") != str(run.id):
-                    continue
-                for event, data in translator.live(hint.get("event") or {}):
-                    chunk = encode(event, data)
-                    sent += len(chunk)
-                    yield chunk
+            chunks = await live(poll)
+            for chunk in chunks:
+                sent += len(chunk)
+                yield chunk
+            if chunks:
                 idle_since = time.monotonic()
-            if time.monotonic() - idle_since > HEARTBEAT_SECONDS:
+            elif time.monotonic() - idle_since > HEARTBEAT_SECONDS:
                 idle_since = time.monotonic()
                 yield HEARTBEAT
 

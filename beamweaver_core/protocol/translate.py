@@ -28,6 +28,7 @@ from beamweaver_core.protocol.messages import to_wire
 from beamweaver_core.protocol.values import interrupt, state_values
 from beamweaver_core.runtime import options as run_options
 from beamweaver_core.runtime import registry
+from beamweaver_core.runtime.events import LIVE_ONLY
 from beamweaver_core.types import StateSnapshot
 
 Frame = tuple[str, Any]
@@ -79,6 +80,12 @@ class Translator:
         """The text streamed so far of each model reply, by message id."""
         self.closed: set[str] = set()
         """Replies whose step was stored: their late deltas are not sent any more."""
+        self.live_from: int | None = None
+        """The first event number of the run heard live: earlier ones will never come."""
+        self.heard: set[int] = set()
+        """Live-only events (model deltas) heard, by event number, not yet passed."""
+        self.waited_past = 0
+        """Missing live-only events before this number are not waited for any more."""
         self.meta = {
             "run_id": self.run_id,
             "thread_id": run.thread_id,
@@ -255,9 +262,28 @@ class Translator:
 
     # -- live hints -----------------------------------------------------------------
 
+    def missing(self, after: int, before: int) -> bool:
+        """Whether live-only events numbered between stored events `after` and `before`
+        (the gaps in the stored numbering are model deltas) may still be on their way."""
+        if self.live_from is None:
+            return False
+        low = max(after + 1, self.live_from, self.waited_past)
+        return any(seq not in self.heard for seq in range(low, before))
+
+    def give_up_before(self, seq: int) -> None:
+        self.waited_past = max(self.waited_past, seq)
+
+    def forget_below(self, seq: int) -> None:
+        self.heard = {s for s in self.heard if s > seq}
+
     def live(self, record: Mapping[str, Any]) -> list[Frame]:
         """The frames of a live `run.event` push: only model deltas (everything else is
-        stored and streamed from Postgres)."""
+        stored and streamed from Postgres); every push marks how far the run is."""
+        seq = record.get("seq")
+        if isinstance(seq, int):
+            self.live_from = seq if self.live_from is None else min(self.live_from, seq)
+            if record.get("event") in LIVE_ONLY:
+                self.heard.add(seq)
         if record.get("event") != "model.delta":
             return []
         given = record.get("data")
