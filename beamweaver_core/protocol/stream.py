@@ -72,19 +72,19 @@ def _batch(
     """The frames of the next stored events after `cursor` (from `cursor` itself, less
     its first `skip + 1` frames, when resuming in the middle of an event); the new cursor;
     and the seq of a stored event not sent yet because live-only events before it (model
-    deltas) may still be on their way (`Translator.missing`)."""
+    deltas) may still be on their way (`Deltas.missing`)."""
     rows = RunEvent.objects.filter(run_id=translator.run.id)
     rows = rows.filter(seq__gte=cursor) if skip >= 0 else rows.filter(seq__gt=cursor)
     out: list[tuple[str, Any, str]] = []
     for row in rows.order_by("seq")[:BATCH]:
-        if translator.missing(cursor, row.seq):
+        if translator.deltas.missing(cursor, row.seq):
             return out, cursor, row.seq
         for index, (event, data) in enumerate(translator.stored(row)):
             if row.seq == cursor and index <= skip:
                 continue
             out.append((event, data, f"{row.seq}-{index}"))
         cursor = row.seq
-    translator.forget_below(cursor)
+    translator.deltas.forget_below(cursor)
     return out, cursor, None
 
 
@@ -156,7 +156,7 @@ async def _produce(
                 # wait a little for them, so the tokens come before the step they belong to.
                 gap_since = gap_since or time.monotonic()
                 if time.monotonic() - gap_since > GAP_WAIT_SECONDS:
-                    translator.give_up_before(gap)
+                    translator.deltas.give_up_before(gap)
                     gap_since = None
                 for chunk in await live(GAP_POLL_SECONDS):
                     sent += len(chunk)

@@ -21,11 +21,12 @@ from django.db.models import Max
 
 from beamweaver_core.models import Run, RunEvent, Thread
 from beamweaver_core.protocol.db import in_thread
+from beamweaver_core.protocol.deltas import Frame
 from beamweaver_core.protocol.hints import Hints
 from beamweaver_core.protocol.models import ProtocolRun
 from beamweaver_core.protocol.sse import HEARTBEAT, encode
 from beamweaver_core.protocol.stream import BATCH, HEARTBEAT_SECONDS, TERMINAL
-from beamweaver_core.protocol.translate import Frame, Translator
+from beamweaver_core.protocol.translate import Translator
 
 DONE_EVENTS = frozenset({"run.completed", "run.interrupted", "run.failed"})
 LIFECYCLE = frozenset({"lifecycle"})

@@ -24,14 +24,12 @@ from beamweaver_core.graph.compiled import CompiledGraph
 from beamweaver_core.models import Run, RunEvent
 from beamweaver_core.protocol import representations, shapes
 from beamweaver_core.protocol.assistants import assistant_id
+from beamweaver_core.protocol.deltas import Deltas, Frame
 from beamweaver_core.protocol.messages import to_wire
 from beamweaver_core.protocol.values import interrupt, state_values
 from beamweaver_core.runtime import options as run_options
 from beamweaver_core.runtime import registry
-from beamweaver_core.runtime.events import LIVE_ONLY
 from beamweaver_core.types import StateSnapshot
-
-Frame = tuple[str, Any]
 
 ENGINE_EVENTS = frozenset(
     {
@@ -76,22 +74,13 @@ class Translator:
         self.messages = 0
         self.step = 0
         self.asked: dict[str, Any] | None = None
-        self.partial: dict[str, str] = {}
-        """The text streamed so far of each model reply, by message id."""
-        self.closed: set[str] = set()
-        """Replies whose step was stored: their late deltas are not sent any more."""
-        self.live_from: int | None = None
-        """The first event number of the run heard live: earlier ones will never come."""
-        self.heard: set[int] = set()
-        """Live-only events (model deltas) heard, by event number, not yet passed."""
-        self.waited_past = 0
-        """Missing live-only events before this number are not waited for any more."""
         self.meta = {
             "run_id": self.run_id,
             "thread_id": run.thread_id,
             "graph_id": run.graph,
             "assistant_id": assistant_id(run.graph),
         }
+        self.deltas = Deltas(modes, subgraphs, self.meta, self._event)
 
     def prime(self, seq: int) -> None:
         """Take up the state the stream had before stored event `seq` (a resumed stream
@@ -200,8 +189,7 @@ class Translator:
             frames.append(("values", self.values))
         frames.extend(self._checkpoint_frames(snapshot, row))
         frames.extend(self._new_messages(snapshot, before, row))
-        self.closed.update(self.partial)
-        self.partial.clear()
+        self.deltas.close()
         return frames
 
     def _interrupted(self, row: RunEvent, data: Mapping[str, Any]) -> list[Frame]:
@@ -262,55 +250,9 @@ class Translator:
 
     # -- live hints -----------------------------------------------------------------
 
-    def missing(self, after: int, before: int) -> bool:
-        """Whether live-only events numbered between stored events `after` and `before`
-        (the gaps in the stored numbering are model deltas) may still be on their way."""
-        if self.live_from is None:
-            return False
-        low = max(after + 1, self.live_from, self.waited_past)
-        return any(seq not in self.heard for seq in range(low, before))
-
-    def give_up_before(self, seq: int) -> None:
-        self.waited_past = max(self.waited_past, seq)
-
-    def forget_below(self, seq: int) -> None:
-        self.heard = {s for s in self.heard if s > seq}
-
     def live(self, record: Mapping[str, Any]) -> list[Frame]:
-        """The frames of a live `run.event` push: only model deltas (everything else is
-        stored and streamed from Postgres); every push marks how far the run is."""
-        seq = record.get("seq")
-        if isinstance(seq, int):
-            self.live_from = seq if self.live_from is None else min(self.live_from, seq)
-            if record.get("event") in LIVE_ONLY:
-                self.heard.add(seq)
-        if record.get("event") != "model.delta":
-            return []
-        given = record.get("data")
-        data: Mapping[str, Any] = given if isinstance(given, Mapping) else {}
-        message_id = str(data.get("message_id") or "")
-        if message_id in self.closed:
-            return []  # a hint that came after the stored step: the reply was sent whole
-        ns = shapes.namespace(str(record.get("ns") or ""))
-        suffix = f"|{ns}" if ns and self.subgraphs else ""
-        meta = {**self.meta, "langgraph_node": record.get("node"), "langgraph_checkpoint_ns": ns}
-        piece = shapes.chunk(message_id, data)
-        first = message_id not in self.partial
-        self.partial[message_id] = self.partial.get(message_id, "") + piece["content"]
-        frames: list[Frame] = []
-        if "messages-tuple" in self.modes:
-            frames.append((f"messages{suffix}", [piece, meta]))
-        if "messages" in self.modes:
-            if first:
-                frames.append(("messages/metadata", {message_id: {"metadata": meta}}))
-            whole = {**piece, "type": "ai", "content": self.partial[message_id]}
-            whole.pop("tool_call_chunks")
-            frames.append(("messages/partial", [whole]))
-        if "events" in self.modes:
-            frames.append(
-                (f"events{suffix}", self._event("on_chat_model_stream", "model", {"chunk": piece}))
-            )
-        return frames
+        """The frames of a live `run.event` push (model deltas: `protocol.deltas`)."""
+        return self.deltas.frames(record)
 
     # -- helpers --------------------------------------------------------------------
 
@@ -324,7 +266,7 @@ class Translator:
         for position in range(before, len(found)):
             message = found[position]
             wire = self._message(message, position)
-            if wire is None or (wire["type"] == "ai" and wire["content"] in self.partial.values()):
+            if wire is None or (wire["type"] == "ai" and self.deltas.sent_whole(wire["content"])):
                 continue  # this stream got it token by token already (all of it)
             if "messages-tuple" in wanted:
                 frames.append(("messages", [wire, meta]))
@@ -396,4 +338,4 @@ def _at(row: RunEvent) -> str:
     return row.created_at.isoformat()
 
 
-__all__ = ["ENGINE_EVENTS", "Frame", "Translator"]
+__all__ = ["ENGINE_EVENTS", "Translator"]
