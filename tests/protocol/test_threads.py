@@ -24,8 +24,12 @@ pytestmark = [pytest.mark.processes, pytest.mark.django_db(transaction=True)]
 SERVER_ENV = {
     # Questions of the "approval" graph are for the finance group only: their threads are
     # hidden from other reviewers.
+    # and tool reviews of the "tool_review" graph need two approvals.
     "BEAMWEAVER_REVIEW_POLICIES": json.dumps(
-        [{"name": "finance-only", "graph": "approval", "groups": ["finance"]}]
+        [
+            {"name": "finance-only", "graph": "approval", "groups": ["finance"]},
+            {"name": "two-approvals", "graph": "tool_review", "approvals": 2},
+        ]
     )
 }
 ASK_ID = "a457ba2f-c0dc-56e6-817d-ddf904d1e526"  # uuid5 of "ask" in LangGraph's namespace
@@ -312,3 +316,31 @@ def test_bad_input_gets_a_clear_4xx_and_changes_nothing(lg_url: str, alice_token
         assert (got, path) == (status, path), answer
         assert words.lower() in answer["detail"].lower(), (path, answer)
     assert (Thread.objects.count(), Run.objects.count()) == (threads, runs)
+
+
+def test_an_approval_short_of_the_quorum_is_recorded_and_the_last_one_resumes(
+    lg_url: str, alice_token: str, bob_token: str
+) -> None:
+    carol = client(lg_url, token_for(api_user("carol")))
+    thread_id = client(lg_url, alice_token).threads.create()["thread_id"]
+    client(lg_url, alice_token).runs.wait(thread_id, "tool_review", input={})
+    approve = {"resume": {"decisions": [{"type": "approve"}]}}
+    first = client(lg_url, bob_token).runs.wait(thread_id, "tool_review", command=approve)
+    assert "approval was recorded" in first["detail"]  # answered 202: the run waits
+    assert client(lg_url, alice_token).threads.get(thread_id)["status"] == "interrupted"
+    done = carol.runs.wait(thread_id, "tool_review", command=approve)
+    assert [c["name"] for c in done["executed"]] == ["send_email"]
+
+
+def test_a_thread_or_run_the_inbox_keeps_records_of_is_not_deleted(
+    lg_url: str, alice_token: str
+) -> None:
+    lg = client(lg_url, alice_token)
+    thread_id = lg.threads.create()["thread_id"]
+    lg.runs.wait(thread_id, "ask", input={"amount": 1})
+    with pytest.raises(ConflictError, match="review items"):
+        lg.threads.delete(thread_id)
+    (run,) = lg.runs.list(thread_id)
+    with pytest.raises(ConflictError, match="review items"):
+        lg.runs.delete(thread_id, run["run_id"])
+    assert lg.threads.get(thread_id)["status"] == "interrupted"
