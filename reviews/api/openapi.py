@@ -45,6 +45,15 @@ _COMPONENTS: dict[str, Any] = {
                 "message": {"type": "string"},
             },
         },
+        "CancelledRun": {
+            "type": "object",
+            "required": ["thread_id", "run", "status"],
+            "properties": {
+                "thread_id": {"type": "string"},
+                "run": {"type": "string", "description": "The cancelled run's id."},
+                "status": {"const": "cancelled"},
+            },
+        },
         "Problem": {
             "type": "object",
             "required": ["index", "field", "message"],
@@ -355,6 +364,41 @@ _PATHS: dict[str, Any] = {
             },
         }
     },
+    "/api/v1/threads/{thread_id}/cancel/": {
+        "post": {
+            "operationId": "cancelRun",
+            "summary": "Cancel the thread's active run (and its pending items)",
+            "description": "Allowed for the run's requester, a reviewer who may reject "
+            "every pending item of the thread, or a user with `beamweaver_core.cancel_run` "
+            "(docs/review-operations.md, who may cancel a run).",
+            "parameters": [
+                {
+                    "name": "thread_id",
+                    "in": "path",
+                    "required": True,
+                    "schema": {"type": "string"},
+                    "description": "The thread's id.",
+                }
+            ],
+            "responses": {
+                "200": {
+                    "description": "Cancelled.",
+                    "content": {
+                        "application/json": {
+                            "schema": {"$ref": "#/components/schemas/CancelledRun"}
+                        }
+                    },
+                },
+                "401": _error("No valid token."),
+                "403": _error("`not_allowed`: the user may not cancel this run."),
+                "404": _error("No such thread, or the user may not see it."),
+                "409": _error(
+                    "`no_active_run`, or `not_cancellable` (an accepted decision's resume "
+                    "is queued: cancel the resumed run once it runs)."
+                ),
+            },
+        }
+    },
     "/api/v1/openapi.json": {
         "get": {
             "operationId": "getOpenApi",
@@ -373,8 +417,9 @@ def schema(server: str = "/") -> dict[str, Any]:
         "info": {
             "title": "BeamWeaver review API",
             "version": "1",
-            "description": "List the review items waiting for a human, fetch one, and post "
-            "decisions with the same validation, policies and idempotency as the inbox.",
+            "description": "List the review items waiting for a human, fetch one, post "
+            "decisions with the same validation, policies and idempotency as the inbox, and "
+            "cancel a thread's run by the inbox's rule.",
         },
         "servers": [{"url": server.rstrip("/") or "/"}],
         "security": [{"token": []}],
