@@ -11,10 +11,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from django.conf import settings
 from django.contrib import admin, messages
 from django.contrib.auth import get_permission_codename
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.utils import timezone
 from django.utils.html import format_html
 
 from beamweaver_core.exceptions import BeamWeaverError
@@ -25,6 +27,7 @@ from beamweaver_core.models import (
     Run,
     RunEvent,
     Thread,
+    WorkerHeartbeat,
 )
 from beamweaver_core.redaction import redact
 from beamweaver_core.runtime import service
@@ -113,6 +116,7 @@ class RunAdmin(ReadOnlyAdmin):
         "created_at",
         "started_at",
         "finished_at",
+        "trace_context",
     )
     exclude = ("input", "context", "result", "error")
     actions = ("cancel_runs", "requeue_runs")
@@ -231,3 +235,29 @@ class RunEventAdmin(ReadOnlyAdmin):
     @admin.display(description="data")
     def data_json(self, obj: RunEvent) -> str:
         return pretty_json(obj.data)
+
+
+@admin.register(WorkerHeartbeat)
+class WorkerHeartbeatAdmin(ReadOnlyAdmin):
+    """Worker processes and their liveness (`runtime.heartbeats`)."""
+
+    list_display = (
+        "name",
+        "hostname",
+        "pid",
+        "alive",
+        "busy",
+        "threads",
+        "completed",
+        "last_seen_at",
+        "started_at",
+        "stopped_at",
+    )
+    list_filter = ("hostname",)
+    search_fields = ("name", "hostname")
+
+    @admin.display(boolean=True, description="alive")
+    def alive(self, obj: WorkerHeartbeat) -> bool:
+        interval = float(settings.BEAMWEAVER.get("HEARTBEAT_SECONDS", 5))
+        seen = (timezone.now() - obj.last_seen_at).total_seconds()
+        return obj.stopped_at is None and seen <= WorkerHeartbeat.alive_after(interval)

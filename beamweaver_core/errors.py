@@ -7,8 +7,8 @@ With Postgres restarting, its connections exhausted, or the pool timing out
 answer is `503 Service Unavailable` with `Retry-After`, rendered without touching the
 database (no template, no session, no user). Everything else is Django's ordinary 500.
 
-An API client reads JSON (`{"status", "code", "message"}`), so a path under the API's
-prefix that resolves to nothing (a typo, a thread id the route cannot hold) gets a JSON
+An API client reads JSON (`{"status", "code", "message"}`), so a path under the review
+API (wherever it is mounted) that resolves to nothing (a typo, a thread id the route cannot hold) gets a JSON
 404; `wants_json` says which requests those are (`nul_guard` answers them in JSON too).
 """
 
@@ -18,6 +18,7 @@ import sys
 
 from django.db.utils import InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.urls import NoReverseMatch, reverse
 from django.views import defaults
 
 RETRY_AFTER_SECONDS = 5
@@ -28,13 +29,20 @@ UNAVAILABLE = (
 )
 
 
-API_PREFIXES = ("/api/",)
+def api_roots() -> tuple[str, ...]:
+    """Where the review API is mounted: `/api/v1/` here, `/review/api/v1/` in a host that
+    includes `beamweaver_core.embed.urls` under `review/`."""
+    try:
+        items = reverse("reviews:api:items")
+    except NoReverseMatch:
+        return ()
+    return (items.removesuffix("items/"),)
 
 
 def wants_json(request: HttpRequest) -> bool:
     """Whether to answer `request` with the API's error JSON: a path under the API, or a
     client that asks for JSON and not HTML."""
-    if request.path.startswith(API_PREFIXES):
+    if request.path.startswith(api_roots()):
         return True
     accept = request.headers.get("Accept", "")
     return "application/json" in accept and "text/html" not in accept
@@ -69,8 +77,8 @@ def server_error(request: HttpRequest, template_name: str = "500.html") -> HttpR
 
 
 __all__ = [
-    "API_PREFIXES",
     "RETRY_AFTER_SECONDS",
+    "api_roots",
     "database_unavailable",
     "not_found",
     "server_error",

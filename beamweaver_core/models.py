@@ -204,6 +204,12 @@ class Run(models.Model):
     )
     result = ExactJSONField(null=True, blank=True)
     error = models.TextField(blank=True, default="")
+    trace_context = models.JSONField(
+        null=True,
+        blank=True,
+        help_text="What the run keeps of the request that queued it: its W3C trace context "
+        "(traceparent, tracestate) and request id (beamweaver_core.observability.runs).",
+    )
     lease_owner = models.CharField(max_length=255, blank=True, default="")
     lease_expires_at = models.DateTimeField(null=True, blank=True)
     fencing_token = models.BigIntegerField(default=0)
@@ -348,3 +354,31 @@ class AsyncSubagentTask(models.Model):
 
     def __str__(self) -> str:
         return f"{self.subagent} task {self.thread_id} of {self.parent_thread_id}"
+
+
+class WorkerHeartbeat(models.Model):
+    """A worker process's liveness: written every few seconds while it runs
+    (`runtime.heartbeats`), shown in the admin and the metrics."""
+
+    name = models.CharField(primary_key=True, max_length=255)
+    hostname = models.CharField(max_length=255)
+    pid = models.IntegerField()
+    threads = models.IntegerField()
+    busy = models.IntegerField(default=0, help_text="Runs executing at the last beat.")
+    completed = models.IntegerField(default=0, help_text="Runs executed since it started.")
+    started_at = models.DateTimeField()
+    last_seen_at = models.DateTimeField()
+    stopped_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        db_table = "bw_worker_heartbeat"
+        ordering = ["-last_seen_at"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @staticmethod
+    def alive_after(heartbeat_seconds: float) -> float:
+        """Seconds without a beat after which a worker counts as gone (three beats
+        missed)."""
+        return max(3 * heartbeat_seconds, 15.0)

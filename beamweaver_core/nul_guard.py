@@ -6,7 +6,8 @@ a query (a list filter, a lookup by id or username, a session key read from a co
 client decision id) raised `DataError`, a 500. No path, query parameter, cookie or form
 field of this project has a use for NUL, so the request is refused at the edge, once,
 instead of in every view: as the API's error JSON (`{"status", "code", "message"}`) under
-`/api/` or for a client that asks for JSON, as plain text elsewhere. Like the other edge
+the review API or for a client that asks for JSON (`errors.wants_json`), as plain text
+elsewhere. Like the other edge
 refusals (CSRF, 413, 429) it decides nothing and so is not in the review audit log. JSON
 bodies are `json_input.parse_json`'s to refuse (a NUL there is an escape, `\u0000`).
 

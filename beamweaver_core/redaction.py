@@ -29,7 +29,11 @@ is shown; what is withheld is listed by `withheld()` and the inbox says so, and 
 reviewer with the `reviews.reveal_secrets` permission can reveal it (audited).
 
 In URLs (access logs, log lines) the value of a query parameter with a secret name
-(`?token=...`, `?api_key=...`) is withheld too (`redact_url`, `RedactingLogFilter`).
+(`?token=...`, `?api_key=...`) is withheld too (`redact_url`, `RedactingLogFilter`). In log
+lines (`redact_log_text`) so are the value of a header, or of a quoted key, with a
+secret name (`Authorization: Basic ...`, `'x-api-key': '...'`, `Cookie: a=1; b=2`), up to
+the end of the line or its closing quote, and the password of a URL
+(`postgres://user:[redacted]@host`).
 """
 
 from __future__ import annotations
@@ -38,8 +42,6 @@ import logging
 import re
 from collections.abc import Mapping
 from typing import Any
-
-from django.views.debug import SafeExceptionReporterFilter
 
 REDACTED = "[redacted]"
 
@@ -156,55 +158,45 @@ def redact_url(url: str) -> str:
     return _QUERY_PARAMETER.sub(parameter, redact_text(url))
 
 
+_HEADER_NAME = re.compile(
+    r"(?P<quote>['\"]?)(?P<name>[A-Za-z][A-Za-z0-9_\-]{0,99})(?P=quote)[ \t]*:[ \t]*"
+)
+_HEADER_VALUE = re.compile(r"'[^'\n]{0,4096}'|\"[^\"\n]{0,4096}\"|[^\n,}]{1,4096}")
+_URL_PASSWORD = re.compile(r"(?P<lead>://[^/\s:@]{1,200}:)[^/\s@]{1,1000}(?=@)")
+
+
+def redact_log_text(text: str) -> str:
+    """`text` (a log line) as `redact_url` leaves it, with the values of headers or
+    quoted keys with a secret name, and URL passwords, withheld too."""
+    text = _URL_PASSWORD.sub(rf"\g<lead>{REDACTED}", redact_url(text))
+    parts: list[str] = []
+    done = 0
+    for match in _HEADER_NAME.finditer(text):
+        if match.start() < done or not is_secret_key(match.group("name")):
+            continue
+        value = _HEADER_VALUE.match(text, match.end())
+        if value is None:
+            continue
+        quote = value.group(0)[0] if value.group(0)[:1] in ("'", '"') else ""
+        parts += [text[done : match.end()], f"{quote}{REDACTED}{quote}"]
+        done = value.end()
+    return "".join([*parts, text[done:]])
+
+
 class RedactingLogFilter(logging.Filter):
-    """Logging filter: redacts credential-shaped text and secret query parameters in the
-    formatted message (access log lines included)."""
+    """Logging filter: redacts credential-shaped text, secret query parameters, secret
+    headers and URL passwords in the formatted message (access log lines included)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         message = record.getMessage()
-        cleaned = redact_url(message)
+        cleaned = redact_log_text(message)
         if cleaned != message:
             record.msg, record.args = cleaned, None
         return True
 
 
-class RedactingExceptionReporterFilter(SafeExceptionReporterFilter):
-    """Django error reports: hide secret-named settings *and* secret-shaped values."""
-
-    hidden_settings = re.compile(
-        "API|TOKEN|KEY|SECRET|PASS|SIGNATURE|HTTP_COOKIE|DATABASE_URL|REDIS_URL",
-        flags=re.IGNORECASE,
-    )
-
-    def cleanse_setting(self, key: Any, value: Any) -> Any:
-        cleansed = super().cleanse_setting(key, value)
-        return redact_text(cleansed) if isinstance(cleansed, str) else cleansed
-
-    def get_traceback_frame_variables(self, request: Any, tb_frame: Any) -> Any:
-        return [
-            (name, self.cleansed_substitute if is_secret_key(name) else _redact_value(value))
-            for name, value in super().get_traceback_frame_variables(request, tb_frame)
-        ]
-
-    def get_post_parameters(self, request: Any) -> Any:
-        params = super().get_post_parameters(request)
-        if not params:
-            return params
-        cleaned = params.copy()
-        for key in cleaned:
-            values = cleaned.getlist(key) if hasattr(cleaned, "getlist") else [cleaned[key]]
-            redacted = [
-                self.cleansed_substitute if is_secret_key(key) else redact_text(str(v))
-                for v in values
-            ]
-            if hasattr(cleaned, "setlist"):
-                cleaned.setlist(key, redacted)
-            else:
-                cleaned[key] = redacted[0]
-        return cleaned
-
-
-def _redact_value(value: Any) -> Any:
+def redact_value(value: Any) -> Any:
+    """`redact` for containers and strings; any other value as it is."""
     if isinstance(value, str | Mapping | list | tuple):
         return redact(value)
     return value

@@ -9,6 +9,7 @@ in `var/`, and hosts limited to loopback. Production sets `DEBUG=0`, `BEAMWEAVER
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import secrets
@@ -16,7 +17,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-from csp.constants import NONCE
+from beamweaver_core.embed.settings import CONTENT_SECURITY_POLICY as _CSP
+from beamweaver_core.embed.settings import redis_channel_layer
+from beamweaver_core.observability.logs import logging_config
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("BEAMWEAVER_VAR_DIR") or BASE_DIR / "var")
@@ -175,17 +178,9 @@ DATABASES = {"default": _default_db}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 if os.environ.get("REDIS_URL"):
-    CHANNEL_LAYERS = {
-        "default": {
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {
-                "hosts": [os.environ["REDIS_URL"]],
-                "prefix": os.environ.get("BEAMWEAVER_CHANNEL_PREFIX", "beamweaver"),
-                "capacity": 1000,
-                "expiry": 30,
-            },
-        }
-    }
+    CHANNEL_LAYERS = redis_channel_layer(
+        os.environ["REDIS_URL"], prefix=os.environ.get("BEAMWEAVER_CHANNEL_PREFIX", "beamweaver")
+    )
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 
@@ -218,7 +213,6 @@ USE_I18N = False
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = VAR_DIR / "static"
 
 # Security headers. The HTTPS-only ones switch on with BEAMWEAVER_HTTPS=1 (production).
@@ -235,6 +229,8 @@ SECURE_SSL_REDIRECT = HTTPS and _env_bool("BEAMWEAVER_SSL_REDIRECT", True)
 SECURE_HSTS_SECONDS = 31536000 if HTTPS else 0
 SECURE_HSTS_INCLUDE_SUBDOMAINS = HTTPS
 SECURE_HSTS_PRELOAD = HTTPS
+# Probes and scrapers ask over plain HTTP inside the network.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"]
 if _env_bool("BEAMWEAVER_BEHIND_PROXY", False):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 SESSION_COOKIE_AGE = 60 * 60 * 12
@@ -243,21 +239,7 @@ CSRF_FAILURE_VIEW = "reviews.views.csrf_failure"
 # Decisions are small JSON documents; bigger bodies are refused before parsing (413).
 DATA_UPLOAD_MAX_MEMORY_SIZE = 512 * 1024
 
-# csp.constants.NONCE (not the string "'nonce'") is what django-csp replaces with the
-# request's nonce.
-CONTENT_SECURITY_POLICY = {
-    "DIRECTIVES": {
-        "default-src": ["'self'"],
-        "script-src": ["'self'", NONCE],
-        "style-src": ["'self'"],
-        "img-src": ["'self'", "data:"],
-        "connect-src": ["'self'"],
-        "frame-ancestors": ["'none'"],
-        "form-action": ["'self'"],
-        "base-uri": ["'none'"],
-        "object-src": ["'none'"],
-    }
-}
+CONTENT_SECURITY_POLICY = copy.deepcopy(_CSP)
 
 # Review notifications by email go through Django's mail framework: SMTP when EMAIL_HOST
 # is set, else the console (a laptop has no mail server).
@@ -275,22 +257,16 @@ EMAIL_BACKEND = os.environ.get(
 )
 DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "BeamWeaver <beamweaver@localhost>")
 
-DEFAULT_EXCEPTION_REPORTER_FILTER = "beamweaver_core.redaction.RedactingExceptionReporterFilter"
+DEFAULT_EXCEPTION_REPORTER_FILTER = (
+    "beamweaver_core.exception_reports.RedactingExceptionReporterFilter"
+)
 
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "filters": {"redact": {"()": "beamweaver_core.redaction.RedactingLogFilter"}},
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "handlers": {
-        "console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["redact"]}
-    },
-    "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "WARNING")},
-    "loggers": {
-        "beamweaver_core": {"level": os.environ.get("BEAMWEAVER_LOG_LEVEL", "INFO")},
-        "reviews": {"level": os.environ.get("BEAMWEAVER_LOG_LEVEL", "INFO")},
-    },
-}
+# BEAMWEAVER_LOG_FORMAT=json: one JSON object per line, with request, run and thread ids.
+LOGGING = logging_config(
+    os.environ.get("BEAMWEAVER_LOG_FORMAT", "plain"),
+    level=os.environ.get("LOG_LEVEL", "WARNING"),
+    beamweaver_level=os.environ.get("BEAMWEAVER_LOG_LEVEL", "INFO"),
+)
 
 
 def _graphs() -> dict[str, str]:
@@ -337,4 +313,9 @@ BEAMWEAVER: dict[str, Any] = {
     "REVIEW_SWEEP_SECONDS": float(os.environ.get("BEAMWEAVER_REVIEW_SWEEP_SECONDS", "10")),
     "NOTIFY_MAX_ATTEMPTS": int(os.environ.get("BEAMWEAVER_NOTIFY_MAX_ATTEMPTS", "8")),
     "NOTIFY_BACKOFF_SECONDS": float(os.environ.get("BEAMWEAVER_NOTIFY_BACKOFF_SECONDS", "30")),
+    # Operations (docs/production.md): who may read /metrics ("private", "token", "off")
+    # and its token; whether tool spans carry the (redacted) arguments.
+    "METRICS_ACCESS": os.environ.get("BEAMWEAVER_METRICS_ACCESS", "private"),
+    "METRICS_TOKEN": os.environ.get("BEAMWEAVER_METRICS_TOKEN", ""),
+    "TRACE_TOOL_ARGUMENTS": _env_bool("BEAMWEAVER_TRACE_TOOL_ARGUMENTS", False),
 }

@@ -6,7 +6,7 @@ from django.urls import include, path
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("accounts/", include("beamweaver_core.accounts")),
-    path("", include("reviews.urls")),
+    path("", include("beamweaver_core.embed.urls")),
 ]
 
 handler404 = "beamweaver_core.errors.not_found"

@@ -22,6 +22,7 @@ from django.utils import timezone
 from django.utils.html import format_html
 
 from beamweaver_core.redaction import redact, redact_text
+from beamweaver_core.users import username_path
 from reviews.models import (
     ApiToken,
     Approval,
@@ -90,7 +91,7 @@ class ReviewItemAdmin(ReadOnlyAdmin):
 class DecisionAdmin(ReadOnlyAdmin):
     list_display = ("item", "summary", "user", "reason_code", "source", "created_at")
     list_filter = ("source", "outcome", "reason_code")
-    search_fields = ("item__thread__id", "user__username", "client_decision_id")
+    search_fields = ("item__thread__id", username_path("user"), "client_decision_id")
     exclude = ("body_json", "answer_json")
     readonly_fields = ("answer",)
 
@@ -133,7 +134,7 @@ class AuditEventAdmin(ReadOnlyAdmin):
 @admin.register(Approval)
 class ApprovalAdmin(ReadOnlyAdmin):
     list_display = ("item", "user", "source", "created_at")
-    search_fields = ("item__thread__id", "user__username")
+    search_fields = ("item__thread__id", username_path("user"))
     exclude = ("body_json",)
 
 
@@ -201,7 +202,7 @@ class ApiTokenAdmin(admin.ModelAdmin):
 
     list_display = ("name", "user", "key", "created_at", "last_used_at", "expires_at", "revoked_at")
     list_filter = ("revoked_at",)
-    search_fields = ("name", "user__username", "key")
+    search_fields = ("name", username_path("user"), "key")
     actions = ("revoke",)
     form = ApiTokenForm
 
@@ -295,4 +296,4 @@ class OutboxMessageAdmin(admin.ModelAdmin):
 @admin.register(NotificationPreference)
 class NotificationPreferenceAdmin(admin.ModelAdmin):
     list_display = ("user", "email_enabled")
-    search_fields = ("user__username",)
+    search_fields = (username_path("user"),)

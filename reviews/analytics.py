@@ -19,6 +19,7 @@ from django.db.models import Count, F, FloatField, Func, QuerySet
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
+from beamweaver_core.users import username_path
 from reviews.models import Decision, ReviewItem
 
 WINDOWS = (7, 30, 90)
@@ -114,7 +115,7 @@ def report(items: QuerySet[ReviewItem], days: int, now: datetime | None = None) 
         .annotate(seconds=_Seconds(F("created_at") - F("item__created_at")))
         .order_by("-created_at")
         .values_list(
-            "user__username", "item__kind", "item__tool_names", "decision_types", "seconds"
+            username_path("user"), "item__kind", "item__tool_names", "decision_types", "seconds"
         )[: MAX_DECISIONS + 1]
     )
     rows = list(decisions)

@@ -9,8 +9,17 @@ class ReviewsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from django.db.models.signals import post_save
+
+        from beamweaver_core.observability import collectors
         from beamweaver_core.runtime.signals import run_finished, run_paused, worker_tick
-        from reviews import checks, receivers, sweeper  # noqa: F401  (checks registers)
+        from reviews import checks, metrics, receivers, sweeper  # noqa: F401  (checks registers)
+        from reviews.models import Decision
+
+        collectors.register(metrics.pending_metrics)
+        post_save.connect(
+            metrics.on_decision_saved, sender=Decision, dispatch_uid="reviews.decision_metrics"
+        )
 
         run_paused.connect(receivers.on_run_paused, dispatch_uid="reviews.run_paused")
         run_finished.connect(receivers.on_run_finished, dispatch_uid="reviews.run_finished")

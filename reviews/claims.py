@@ -12,10 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
 
+from beamweaver_core.users import find_user
 from reviews import realtime
 from reviews.models import AuditEvent, NotificationEvent, ReviewItem
 from reviews.notifications import notify
@@ -119,7 +119,7 @@ def reassign(item_id: Any, user: Any, username: str) -> ClaimOutcome:
                 "Only a manager, or whoever holds the item, can reassign it.",
                 item,
             )
-        target = get_user_model().objects.filter(username=username).first()
+        target = find_user(username)
         if target is None or not can_review(target):
             return ClaimOutcome(
                 422, "invalid", f"{username!r} is not an active reviewer; choose another.", item

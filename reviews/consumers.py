@@ -34,7 +34,7 @@ from django.utils.crypto import constant_time_compare
 
 from beamweaver_core.runtime.groups import INBOX_GROUP, review_item_group, thread_group
 from beamweaver_core.webserver import WEBSOCKET_MAX_MESSAGE
-from reviews import inbox, partials, realtime, threads
+from reviews import inbox, metrics, partials, realtime, threads
 from reviews.converters import ThreadIdConverter
 from reviews.models import ReviewItem, ReviewPresence
 from reviews.permissions import LiveCheck, can_review, visible_threads
@@ -121,6 +121,7 @@ class LiveConsumer(AsyncWebsocketConsumer):
         # could never gather while a render runs. The render itself still closes stale
         # connections around its work (`database_sync_to_async`).
         if message.get("type") in HINTS:
+            metrics.hint_noted(self, message)
             await getattr(self, get_handler_name(message))(message)
             return
         await super().dispatch(message)
@@ -173,6 +174,7 @@ class LiveConsumer(AsyncWebsocketConsumer):
         else:
             for frame in frames:
                 await self.push(frame)
+            metrics.frames_sent(self)
 
     def merged(self, earlier: dict[Any, Any], later: dict[Any, Any]) -> dict[Any, Any]:
         """The notes of a batch put back for the next round, with those noted since."""
@@ -401,7 +403,7 @@ def _into_list(list_id: str, html: str) -> str:
 
     Rows and run events are pushed into their list, which is always on the page, never at
     the row or event itself, which the page may lack (htmx logs `htmx:oobErrorNoTarget`
-    for a fragment without a target). The page's script (`static/js/beamweaver.js`) makes
+    for a fragment without a target). The page's script (`reviews/static/beamweaver/js/beamweaver.js`) makes
     the list keyed: an element whose id the page already has replaces that element (a
     replayed event, a changed row), and a `data-remove` marker removes it."""
     return f'<div hx-swap-oob="beforeend:#{list_id}">{html}</div>'

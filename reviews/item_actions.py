@@ -31,7 +31,7 @@ def _answer(request: HttpRequest, pk: int, status: int, message: str) -> HttpRes
     context.update({"routing_message": message, "routing_ok": status == 200})
     response = render(request, f"{partials.ITEM}#item-routing", context, status=status)
     if status == 403:
-        # A refusal to show in place, not a lost session (see static/js/beamweaver.js).
+        # A refusal to show in place, not a lost session (see reviews/static/beamweaver/js/beamweaver.js).
         response[REFUSAL_HEADER] = "1"
     return response
 

@@ -12,6 +12,7 @@ from django.template.loader import render_to_string
 from django.utils import timezone
 
 from beamweaver_core.models import Run, Thread
+from beamweaver_core.users import username_path
 from reviews import cancelling, inbox, quorum, reasons, threads
 from reviews.models import Decision, ReviewItem, ReviewPresence
 from reviews.permissions import can_manage, decision_offer, is_decider, reviewers
@@ -105,7 +106,8 @@ def routing(item: ReviewItem, user: Any) -> dict[str, Any]:
 def reviewer_names(*, exclude: int | None = None, limit: int = 200) -> list[str]:
     """Usernames of active reviewers, to choose an assignee from."""
     return [
-        u.get_username() for u in reviewers().exclude(pk=exclude or 0).order_by("username")[:limit]
+        u.get_username()
+        for u in reviewers().exclude(pk=exclude or 0).order_by(username_path())[:limit]
     ]
 
 
@@ -115,7 +117,7 @@ def viewers(item: ReviewItem, user: Any) -> list[str]:
     names = (
         ReviewPresence.objects.filter(item=item, seen_at__gte=since)
         .exclude(user_id=user.pk)
-        .values_list("user__username", flat=True)
+        .values_list(username_path("user"), flat=True)
         .distinct()
     )
     return sorted(set(names))

@@ -311,7 +311,12 @@ class LiveCheck:
 
         user_pk = inputs["user"]
         users = self.model._default_manager.filter(pk=user_pk)
-        groups = self.model.groups.through.objects.filter(user_id=user_pk).values("group_id")
+        # The membership table's columns are named after the user model (`account_id`
+        # for a host's `Account`), so they are asked of the relation, not assumed.
+        relation = self.model._meta.get_field("groups")
+        groups = relation.remote_field.through.objects.filter(
+            **{f"{relation.m2m_field_name()}_id": user_pk}
+        ).values(f"{relation.m2m_reverse_field_name()}_id")
 
         def names(permissions: QuerySet[Any]) -> Any:
             name = Concat("content_type__app_label", Value("."), "codename")

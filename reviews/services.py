@@ -43,7 +43,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from beamweaver_core.agent.review import HITL
+from beamweaver_core.agent import HITL
 from beamweaver_core.exceptions import BeamWeaverError, InvalidDecisionError, NotAReviewError
 from beamweaver_core.models import Run
 from beamweaver_core.runtime import service as runtime_service
@@ -58,6 +58,9 @@ logger = logging.getLogger(__name__)
 _CLIENT_ID = re.compile(r"^[A-Za-z0-9._:-]{1,64}$")
 _DIGEST = re.compile(r"^[0-9a-f]{64}$")
 MAX_NOTE_CHARS = 10_000
+BREAKPOINT_TAKES_NO_ANSWER = (
+    "A breakpoint takes no answer: continue it with null (no value), or cancel its run."
+)
 
 
 @dataclass(frozen=True)
@@ -65,7 +68,8 @@ class DecisionRequest:
     """An answer to a review item, as a reviewer (or a command) sent it.
 
     `answer` is `{"decisions": [...]}` (or the bare list) for a tool review, any JSON value
-    for a plain interrupt, and is ignored for a breakpoint (continuing takes no value).
+    for a plain interrupt, and `None` for a breakpoint (continuing takes no value; any
+    other value is refused, as the engine refuses it).
     `problems` carries what the caller's parsing already refused (form fields, JSON text),
     reported together with the validator's problems if nothing else refuses first.
     `note` is the reviewer's private note (kept for the audit, never sent to the run);
@@ -458,6 +462,8 @@ def _validate(
     """The resume value (approvals and edits bound to what executes, preset reasons
     applied), the diff of edits, a summary, and the problems (if any)."""
     if item.kind == ReviewItem.Kind.BREAKPOINT:
+        if answer is not None:  # it would be discarded, as the engine refuses it
+            return None, None, "", [_problem(None, "answer", BREAKPOINT_TAKES_NO_ANSWER)]
         return None, None, "continue", []
     try:
         payloads.check_value(answer)

@@ -237,7 +237,7 @@ def decide_view(request: HttpRequest, pk: int) -> HttpResponse:
         bound = forms.review_form(item, request.user, data, outcome.problems)
     response = _item_page(request, item, form=bound, outcome=outcome, status=outcome.status)
     if outcome.status == 403:
-        # A policy refusal to show in place, not a lost session (static/js/beamweaver.js).
+        # A policy refusal to show in place, not a lost session (reviews/static/beamweaver/js/beamweaver.js).
         response["X-BeamWeaver-Refusal"] = outcome.code
     return response
 

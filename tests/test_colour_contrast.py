@@ -1,6 +1,6 @@
 """The stylesheet's colours meet WCAG 2.1 AA in the light and the dark scheme.
 
-Reads `static/css/beamweaver.css` itself: the colour custom properties of `:root` and of
+Reads `reviews/static/beamweaver/css/beamweaver.css` itself: the colour custom properties of `:root` and of
 `@media (prefers-color-scheme: dark)`, then every rule that sets a text colour, a
 background, an SVG fill, a form control's border or the focus outline, and checks each
 pair the page can actually show:
@@ -23,7 +23,14 @@ from pathlib import Path
 
 import pytest
 
-CSS = Path(__file__).resolve().parents[1] / "static" / "css" / "beamweaver.css"
+CSS = (
+    Path(__file__).resolve().parents[1]
+    / "reviews"
+    / "static"
+    / "beamweaver"
+    / "css"
+    / "beamweaver.css"
+)
 TEXT = 4.5
 NON_TEXT = 3.0
 PAGE_BACKGROUNDS = ("bg", "surface")

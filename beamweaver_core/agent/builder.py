@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from beamweaver_core.agent.ledger import run_recorded
-from beamweaver_core.agent.messages import Message, ToolCall
 from beamweaver_core.agent.middleware import (
     AFTER_HOOKS,
     BEFORE_HOOKS,
@@ -40,6 +39,8 @@ from beamweaver_core.agent.state import (
 from beamweaver_core.agent.tools import Tool, ToolRuntime
 from beamweaver_core.graph import END, START, CompiledGraph, Graph, Runtime, Send
 from beamweaver_core.llm.base import ChatModel, ToolCallChunk
+from beamweaver_core.messages import Message, ToolCall
+from beamweaver_core.observability import tracing
 
 MODEL_NODE = "model"
 TOOLS_NODE = "tools"
@@ -191,7 +192,13 @@ def call_model(request: ModelRequest) -> Message:
     Each event's data is `{"message_id", "delta": text}` for a text delta or
     `{"message_id", "tool_call_chunk": {"index", "id", "name", "args"}}` for a piece of a
     tool call (`docs/tools-and-models.md`); `message_id` is the same for every delta of
-    one model call and differs between calls (a re-run after a crash streams anew)."""
+    one model call and differs between calls (a re-run after a crash streams anew).
+    Each call is a span (`observability.tracing.model_span`)."""
+    with tracing.model_span(request.model):
+        return _call_model(request)
+
+
+def _call_model(request: ModelRequest) -> Message:
     messages = list(request.messages)
     if request.system_prompt:
         messages.insert(0, Message.system(request.system_prompt))
@@ -231,7 +238,10 @@ def _tools_node(
         runtime.emit(
             "tool.started", {"tool_call_id": call.id, "name": call.name, "args": dict(call.args)}
         )
-        result = run_recorded(found, call, ToolRuntime.for_call(call, runtime))
+        with tracing.tool_span(call.name, call.id, call.args) as span:
+            result = run_recorded(found, call, ToolRuntime.for_call(call, runtime))
+            if result.status == "error":
+                tracing.failed(span, None, "the tool returned an error")
         runtime.emit(
             "tool.finished",
             {

@@ -13,7 +13,8 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from beamweaver_core.agent.messages import Message, ToolCall
+from beamweaver_core.agent.review_updates import REVIEW_DECISION_KEY
+from beamweaver_core.messages import Message, ToolCall
 
 HELP_TEXT = (
     "I look after the shop's host, tickets and services. Try: \"Delete /logs/debug-old.log, "
@@ -91,7 +92,8 @@ def parse_it_request(text: str) -> list[tuple[str, dict[str, Any]]]:
 
 def _summary(result: Message) -> str:
     if result.status == "error":
-        if "rejected" in result.content:
+        # A reject's text is the reviewer's as written; the metadata says it was one.
+        if result.metadata.get(REVIEW_DECISION_KEY) == "reject" or "rejected" in result.content:
             return f"{result.name}: the reviewer rejected it, so it did not run."
         return f"{result.name} failed: {result.content.removeprefix('Error: ')}"
     try:

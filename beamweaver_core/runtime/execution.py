@@ -23,6 +23,7 @@ from beamweaver_core.checkpoint.postgres import PostgresCheckpointer
 from beamweaver_core.exceptions import BeamWeaverError, StaleWriterError
 from beamweaver_core.graph.compiled import CompiledGraph
 from beamweaver_core.models import Run, Thread
+from beamweaver_core.observability.runs import observed
 from beamweaver_core.redaction import redact_text
 from beamweaver_core.runtime import registry
 from beamweaver_core.runtime.async_tasks import DurableAsyncTasks
@@ -43,7 +44,15 @@ class _LostRun(Exception):
 
 def execute(claim: Claim, *, using: str = "default") -> str:
     """Run the claimed run to its next pause or end; returns the status recorded
-    (`"lost"` if another worker or an operator took the run away meanwhile)."""
+    (`"lost"` if another worker or an operator took the run away meanwhile). Traced,
+    timed and counted (`observability.runs`)."""
+    with observed(claim) as record:
+        status = _execute(claim, using)
+        record(status)
+    return status
+
+
+def _execute(claim: Claim, using: str) -> str:
     run_id = str(claim.run_id)
     recorder = RunRecorder(run_id, claim.thread_id)
     checkpointer = PostgresCheckpointer(using).fenced(

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+import time
 from collections.abc import Coroutine
 from typing import Any
 
@@ -84,7 +85,9 @@ async def _guarded(coro: Coroutine[Any, Any, Any], what: str) -> None:
 
 
 def group_send(group: str, message: dict[str, Any]) -> None:
-    """Send `message` to every consumer in `group` (a hint; never blocks, never raises)."""
+    """Send `message` to every consumer in `group` (a hint; never blocks, never raises),
+    stamped with when it was sent (`sent_at`, for the push latency metric)."""
+    message = {**message, "sent_at": time.time()}
     _dispatch(lambda layer: layer.group_send(group, message), f"{message.get('type')} -> {group}")
 
 

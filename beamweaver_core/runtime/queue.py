@@ -18,6 +18,7 @@ from uuid import UUID
 from django.db import connections, transaction
 
 from beamweaver_core.models import Run
+from beamweaver_core.observability import instruments
 
 logger = logging.getLogger(__name__)
 
@@ -36,6 +37,8 @@ class Claim:
     lease_expires_at: datetime
     context: Any = None
     """The graph's `runtime.context` for this run (a JSON object, or `None`)."""
+    trace_context: Any = None
+    """What the run keeps of the request that queued it (`observability.runs`)."""
 
 
 # One statement (atomic by itself, no BEGIN/COMMIT round trips): claim the run and mark
@@ -62,7 +65,7 @@ UPDATE bw_run AS r
          LIMIT 1
            FOR UPDATE OF q, th SKIP LOCKED)
 RETURNING r.id, r.thread_id, r.graph, r.kind, r.input, r.fencing_token, r.attempts, r.lease_expires_at,
-          r.context
+          r.context, r.trace_context
 ), running AS (
 UPDATE bw_thread AS t SET status = 'running', updated_at = now()
   FROM claimed WHERE t.id = claimed.thread_id
@@ -89,11 +92,13 @@ def _claim(sql: str, params: list[Any], using: str) -> Claim | None:
         row = cursor.fetchone()
     if row is None:
         return None
-    payload, context = row[4], row[8]
+    payload, context, kept = row[4], row[8], row[9]
     if isinstance(payload, str):
         payload = json.loads(payload)
     if isinstance(context, str):
         context = json.loads(context)
+    if isinstance(kept, str):
+        kept = json.loads(kept)
     return Claim(
         run_id=row[0] if isinstance(row[0], UUID) else UUID(str(row[0])),
         thread_id=row[1],
@@ -104,6 +109,7 @@ def _claim(sql: str, params: list[Any], using: str) -> Claim | None:
         attempts=row[6],
         lease_expires_at=row[7],
         context=context,
+        trace_context=kept,
     )
 
 
@@ -176,6 +182,9 @@ def sweep_expired_leases(
         rows = cursor.fetchall()
     requeued = [r[0] for r in rows if r[1] == "queued"]
     failed = [r[0] for r in rows if r[1] == "failed"]
+    instruments.LEASE_EXPIRIES.labels("requeued").inc(len(requeued))
+    instruments.LEASE_EXPIRIES.labels("failed").inc(len(failed))
+    instruments.RUN_REQUEUES.labels("lease_expired").inc(len(requeued))
     if requeued or failed:
         logger.warning(
             "Sweeper: re-queued %d run(s), failed %d run(s) with expired leases",

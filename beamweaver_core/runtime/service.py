@@ -19,6 +19,8 @@ from django.utils import timezone
 from beamweaver_core.checkpoint import serde
 from beamweaver_core.exceptions import BeamWeaverError, ThreadBusyError
 from beamweaver_core.models import Run, Thread
+from beamweaver_core.observability import instruments
+from beamweaver_core.observability.runs import queued_context
 from beamweaver_core.runtime import registry, thread_ids
 from beamweaver_core.runtime.context import run_context
 from beamweaver_core.runtime.signals import run_finished
@@ -167,6 +169,7 @@ def _create(thread: Thread, graph: str, kind: str, payload: Any, user: Any, cont
         input=payload,
         context=context,
         created_by=user if getattr(user, "pk", None) is not None else None,
+        trace_context=queued_context(),
     )
     transaction.on_commit(lambda: notify_run_queued(run.id))
     return run
@@ -210,7 +213,8 @@ def cancel_run(run_id: Any, *, user: Any = None) -> Run:
             )
         run.status = Run.Status.CANCELLED
         run.finished_at = timezone.now()
-        run.error = f"Cancelled by {getattr(user, 'username', None) or 'an operator'}."
+        who = user.get_username() if getattr(user, "pk", None) is not None else ""
+        run.error = f"Cancelled by {who or 'an operator'}."
         run.lease_owner = ""
         run.lease_expires_at = None
         run.save()
@@ -241,6 +245,7 @@ def requeue_run(run_id: Any) -> Run:
         run.finished_at = None
         run.save()
         transaction.on_commit(lambda: notify_run_queued(run.id))
+        transaction.on_commit(instruments.RUN_REQUEUES.labels("operator").inc)
     return run
 
 

@@ -24,8 +24,10 @@ from django.conf import settings
 from django.db import close_old_connections, connections
 from django.db.utils import DatabaseError, InterfaceError, OperationalError
 
+from beamweaver_core.observability import instruments, pool
 from beamweaver_core.postgres.pool_size import pool_size, set_pool_size, worker_pool_size
 from beamweaver_core.runtime.execution import execute
+from beamweaver_core.runtime.heartbeats import Heartbeat
 from beamweaver_core.runtime.mcp_servers import start_declared_in_background
 from beamweaver_core.runtime.queue import (
     Claim,
@@ -73,10 +75,13 @@ class Worker:
         self._current: dict[int, Claim] = {}
         self._lock = threading.Lock()
         self.completed = 0
+        self._liveness: Heartbeat | None = None
 
     def start(self) -> Worker:
         register_local(self._wake)
         start_declared_in_background()
+        self._liveness = Heartbeat(self, self.conf.heartbeat_seconds).start()
+        pool.start_sampler()
         for index in range(self.size):
             thread = threading.Thread(
                 target=self._loop, name=f"beamweaver-worker-{index}", daemon=True
@@ -101,10 +106,18 @@ class Worker:
             unfinished = list(self._current.values())
         for claim in unfinished:
             try:
-                release_run(claim)
+                if release_run(claim):
+                    instruments.RUN_REQUEUES.labels("shutdown").inc()
                 logger.warning("Released run %s back to the queue at shutdown", claim.run_id)
             except DatabaseError:
                 logger.exception("Could not release run %s; its lease will expire", claim.run_id)
+        if self._liveness is not None:
+            self._liveness.stop()
+
+    def busy(self) -> int:
+        """How many runs this worker is executing now."""
+        with self._lock:
+            return len(self._current)
 
     @property
     def running(self) -> bool:

@@ -175,7 +175,7 @@ _COMPONENTS: dict[str, Any] = {
                     '`{"type": "edit", "edited_action": {"name", "args"}}`, '
                     '`{"type": "reject", "message"}` or '
                     '`{"type": "respond", "message"}`. A question: any JSON. A '
-                    "breakpoint: null."
+                    "breakpoint: null (any other value is a 422)."
                 },
                 "note": {
                     "type": "string",

@@ -27,7 +27,7 @@ from django.test import Client
 
 from tests.reviews.conftest import _review_graphs  # noqa: F401  (registers the graphs)
 from tests.reviews.graphs import REVIEW_GRAPHS
-from tests.support.processes import ROOT, child_env
+from tests.support.processes import ROOT, child_env, stop
 
 CHROMIUM = "/usr/bin/chromium"
 
@@ -101,12 +101,7 @@ def daphne_server(
         _wait_until_up(f"{base}/accounts/login/", proc, log)
         yield base
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
+        stop(proc)
 
 
 @pytest.fixture(scope="module")

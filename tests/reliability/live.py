@@ -17,7 +17,7 @@ from pathlib import Path
 from bench.hostile.agents import GRAPHS
 from tests.browser.conftest import _free_port, _wait_until_up
 from tests.reviews.graphs import REVIEW_GRAPHS
-from tests.support.processes import ROOT, child_env
+from tests.support.processes import ROOT, child_env, stop
 
 
 @contextmanager
@@ -47,9 +47,4 @@ def live_server(log_dir: Path, **env: str) -> Iterator[str]:
         _wait_until_up(f"{base}/accounts/login/", proc, log)
         yield base
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
+        stop(proc)

@@ -182,6 +182,25 @@ def test_an_invalid_edit_is_a_422_naming_the_field(alice: User) -> None:
     assert any(p["field"].startswith("edited_action.args") for p in data["problems"])
 
 
+@pytest.mark.parametrize("answer", ["yes", 0, False, {"approved": True}])
+def test_a_value_for_a_breakpoint_is_a_422_and_nothing_is_consumed(
+    alice: User, answer: Any
+) -> None:
+    """A breakpoint asks no question (issue 12, point 5, on the product's edge): a value
+    sent for it would be discarded, so it is refused; null continues it."""
+    item = pause("checkpointed")
+    api = api_for(alice)
+
+    response = api.post(decide_url(item), decision(item, answer))
+
+    data = conforms(response, DECIDE, "post")
+    assert (data["code"], data["problems"][0]["field"]) == ("invalid", "answer")
+    assert "A breakpoint takes no answer" in data["problems"][0]["message"]
+    assert not Run.objects.filter(kind="resume").exists()
+    assert api.post(decide_url(item), decision(item, None)).status_code == 200
+    assert Run.objects.get(kind="resume").input == {item.interrupt_id: None}
+
+
 def test_a_stale_digest_is_a_409(alice: User) -> None:
     item = pause()
 

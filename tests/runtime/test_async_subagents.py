@@ -316,6 +316,38 @@ def test_cancel_cancels_the_task_s_run_and_its_pending_review() -> None:
     )
 
 
+def test_an_accepted_decision_of_a_task_is_applied_before_any_update_or_cancel() -> None:
+    """docs/async-subagents.md: while a task continues after an accepted review decision,
+    new instructions and a cancel are refused (tool errors), so the decision is applied;
+    a cancelled task takes no new instructions."""
+    task_id = start("boss-10", "publisher", "Winter sale")
+    assert finish(latest_run(task_id)).status == "interrupted"
+    item = ReviewItem.objects.get(thread_id=task_id, status="pending")
+    assert decide_as(make_reviewer("bob"), item, [{"type": "approve"}]).code == "accepted"
+    resume = latest_run(task_id)
+    assert (resume.kind, resume.status) == ("resume", "queued")
+
+    for tool_name, extra, refusal in (
+        ("update_async_task", {"message": "Summer sale"}, "is continuing after a review decision"),
+        ("cancel_async_task", {}, "cannot be cancelled now: a review decision for it was accepted"),
+    ):
+        assert ask("boss-10", tool_name, task_id=task_id, **extra).status == "succeeded"
+        answer = tool_answer("boss-10")
+        assert answer.status == "error" and refusal in answer.content, answer.content
+    assert latest_run(task_id) == resume and resume.status == "queued"
+
+    assert finish(resume).status == "succeeded"
+    assert check("boss-10", task_id)["result"] == "Published: 'Winter sale' is live"
+
+    other = start("boss-10", "researcher", "moles")
+    ask("boss-10", "cancel_async_task", task_id=other)
+    ask("boss-10", "update_async_task", task_id=other, message="voles")
+    assert tool_answer("boss-10").content == (
+        f"Error: Task {other!r} was cancelled; start a new task instead."
+    )
+    assert Run.objects.filter(thread_id=other).count() == 1
+
+
 def test_update_of_a_task_not_started_yet_keeps_its_first_instructions() -> None:
     task_id = start("boss-5", "researcher", "beetles")
     first = latest_run(task_id)

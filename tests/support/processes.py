@@ -51,3 +51,13 @@ def start_worker(env: dict[str, str], *args: str, **popen: Any) -> subprocess.Po
         text=True,
         **popen,
     )
+
+
+def stop(proc: subprocess.Popen[Any]) -> None:
+    """Terminate a child process, and kill it if it does not exit within 10 s."""
+    proc.terminate()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(5)

@@ -10,9 +10,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from beamweaver_core.users import find_user
 from reviews.models import ApiToken
 from reviews.permissions import can_review
 
@@ -51,7 +51,7 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, action: str, as_json: bool = False, **options: Any) -> None:
         if action == "create":
-            user = get_user_model().objects.filter(username=options["user"]).first()
+            user = find_user(options["user"])
             if user is None or not can_review(user):
                 raise CommandError(
                     f"No active user {options['user']!r} with the reviewer permission "

@@ -15,6 +15,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from beamweaver_core.models import Run
 from beamweaver_core.runtime.foreground import run_outcome, run_to_pause, wait_for_run
+from beamweaver_core.users import find_user, username_field
 from reviews import payloads
 from reviews.models import Decision, ReviewItem
 from reviews.permissions import can_review
@@ -26,8 +27,12 @@ SYSTEM_USERNAME = "beamweaver-system"
 def system_user() -> Any:
     """The reviewer commands decide as when no `--user` is given (cannot log in)."""
     User = get_user_model()
-    user, created = User.objects.get_or_create(
-        username=SYSTEM_USERNAME, defaults={"first_name": "BeamWeaver", "last_name": "system"}
+    # Only the fields this user model has (a host's may have no first or last name).
+    names = {f.name for f in User._meta.get_fields()}
+    defaults = {"first_name": "BeamWeaver", "last_name": "system"}
+    user, created = User._default_manager.get_or_create(
+        **{username_field(): SYSTEM_USERNAME},
+        defaults={k: v for k, v in defaults.items() if k in names},
     )
     if created:
         user.set_unusable_password()
@@ -184,7 +189,7 @@ class Command(BaseCommand):
     def _user(self, username: str | None) -> Any:
         if username is None:
             return system_user()
-        user = get_user_model().objects.filter(username=username).first()
+        user = find_user(username)
         if user is None or not can_review(user):
             raise CommandError(
                 f"No active user {username!r} with the reviewer permission (reviews.review)."
@@ -246,12 +251,5 @@ def _shape(item: ReviewItem, answer: Any, as_decisions: bool) -> tuple[Any, list
                 "review; answer it with --value.",
             }
         ]
-    if item.kind == ReviewItem.Kind.BREAKPOINT and answer is not None:
-        return answer, [
-            {
-                "index": None,
-                "field": "answer",
-                "message": "A breakpoint takes no answer; continue it with --value null.",
-            }
-        ]
+    # A value for a breakpoint is refused by the decision service (continue: --value null).
     return answer, []
