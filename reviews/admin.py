@@ -232,7 +232,7 @@ class ApiTokenAdmin(admin.ModelAdmin):
 
     def formfield_for_foreignkey(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
         if db_field.name == "user":
-            kwargs["queryset"] = reviewers().order_by("username")
+            kwargs["queryset"] = reviewers().order_by(username_path())
         return super().formfield_for_foreignkey(db_field, request, **kwargs)
 
     def save_model(self, request: HttpRequest, obj: ApiToken, form: Any, change: bool) -> None:

@@ -3,8 +3,8 @@
 A token acts as its user (with that user's permissions and review policies), so it is
 created by its owner, or by a superuser (in the admin) or an operator (`manage.py
 api_token create`) for another reviewer; every token issued or revoked is audited. Only
-its SHA-256 is stored; the token itself is shown once, when it is created. Tokens are random 256-bit secrets, so a fast hash is
-enough: there is nothing to brute-force.
+its SHA-256 is stored; the token itself is shown once, when it is created. Tokens are
+random 256-bit secrets, so a fast hash is enough: there is nothing to brute-force.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ from django.db import migrations
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("beamweaver_core", "0006_run_context"),
+        ("beamweaver_core", "0007_worker_heartbeat_trace_context"),
     ]
 
     operations = [
