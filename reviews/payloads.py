@@ -3,9 +3,13 @@ limits.
 
 A review item stores the interrupt value once, in canonical JSON (sorted keys, no NaN),
 and its digest is the SHA-256 of that text: what the reviewer saw. Everything a reviewer
-sends back (edited arguments, a JSON answer) is parsed by `parse_json` and checked by
-`check_value`, with the limits of `beamweaver_core.untrusted_json` (size, depth, number
-of values; no duplicate keys, NUL, lone surrogates, NaN or infinities).
+sends back (edited arguments, a JSON answer) is parsed by `parse_json`, which enforces
+size, nesting depth and number limits before or while parsing (so a 1,000-level array is
+a refusal, never a `RecursionError`) and refuses an object with a key twice (parsers
+disagree on which value wins), then checked by `check_value` for what Postgres cannot
+store (NUL, lone surrogates) and what JSON cannot carry (NaN, infinities). The parser and
+its limits live in `beamweaver_core.json_input` (the command line parses with them too)
+and are importable from here as before.
 """
 
 from __future__ import annotations
@@ -15,20 +19,16 @@ import hashlib
 from collections.abc import Mapping
 from typing import Any
 
-from beamweaver_core import untrusted_json
 from beamweaver_core.agent.canonical import canonical_json
-
-MAX_ANSWER_BYTES = 64 * 1024
-"""Edited arguments or a JSON answer, encoded: larger ones are refused."""
-
-MAX_DEPTH = untrusted_json.MAX_DEPTH
-"""Nesting of arrays and objects in an answer."""
-
-MAX_NODES = untrusted_json.MAX_NODES
-"""Values (scalars and containers) in one answer."""
-
-PayloadError = untrusted_json.UntrustedJSONError
-"""A reviewer's JSON is not acceptable; the message says why and what to do."""
+from beamweaver_core.json_input import (
+    MAX_ANSWER_BYTES,
+    MAX_DEPTH,
+    MAX_INT_DIGITS,
+    MAX_NODES,
+    PayloadError,
+    check_value,
+    parse_json,
+)
 
 
 def plain(value: Any) -> Any:
@@ -57,19 +57,10 @@ def digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def parse_json(text: str, *, what: str = "The answer", max_bytes: int = MAX_ANSWER_BYTES) -> Any:
-    """Parse a reviewer's JSON within the limits; `PayloadError` says what is wrong."""
-    return untrusted_json.parse_json(text, what=what, max_bytes=max_bytes)
-
-
-def check_value(value: Any, *, what: str = "The answer") -> None:
-    """Refuse values Postgres or JSON cannot carry, and values beyond the size limits."""
-    untrusted_json.check_value(value, what=what)
-
-
 __all__ = [
     "MAX_ANSWER_BYTES",
     "MAX_DEPTH",
+    "MAX_INT_DIGITS",
     "MAX_NODES",
     "PayloadError",
     "canonical",

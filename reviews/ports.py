@@ -11,7 +11,7 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from beamweaver_core.models import Thread
+from beamweaver_core.models import Run, Thread
 from beamweaver_core.runtime.answers import (
     ACCEPTED,
     APPROVAL_RECORDED,
@@ -19,6 +19,7 @@ from beamweaver_core.runtime.answers import (
     AnswerRequest,
 )
 from reviews.api.auth import LAST_USED_PRECISION
+from reviews.cancelling import cancel_refusal
 from reviews.models import ApiToken, Decision, ReviewItem
 from reviews.permissions import can_review, visible_threads
 from reviews.services import DecisionRequest, decide
@@ -43,6 +44,10 @@ class ReviewsAccess:
     def may_start(self, user: Any, graph: str) -> bool:
         # As in the inbox's "Start a run": every reviewer may start every registered graph.
         return can_review(user)
+
+    def cancel_refusal(self, user: Any, run: Run) -> str | None:
+        refusal = cancel_refusal(user, run)
+        return refusal.message if refusal is not None else None
 
     def issue_token(self, user: Any, name: str) -> str:
         return ApiToken.objects.issue(user, name)[1]

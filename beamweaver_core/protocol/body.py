@@ -15,15 +15,12 @@ from django.http import HttpRequest
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
-from beamweaver_core import untrusted_json
+from beamweaver_core import json_input
 from beamweaver_core.protocol import schemas
 from beamweaver_core.protocol.errors import ProtocolError
 
 MAX_BODY_BYTES = 512 * 1024
 """The largest request body (Django's `DATA_UPLOAD_MAX_MEMORY_SIZE` refuses larger ones)."""
-
-MAX_DEPTH = 32
-MAX_VALUES = 50_000
 
 
 def parse(request: HttpRequest) -> Any:
@@ -41,14 +38,8 @@ def parse(request: HttpRequest) -> Any:
     except UnicodeDecodeError:
         raise ProtocolError(422, "Invalid JSON in request body: it is not UTF-8.") from None
     try:
-        return untrusted_json.parse_json(
-            text,
-            what="The request body",
-            max_bytes=MAX_BODY_BYTES,
-            max_depth=MAX_DEPTH,
-            max_nodes=MAX_VALUES,
-        )
-    except untrusted_json.UntrustedJSONError as exc:
+        return json_input.parse_json(text, what="The request body", max_bytes=MAX_BODY_BYTES)
+    except json_input.PayloadError as exc:
         raise ProtocolError(422, f"Invalid JSON in request body: {exc}") from None
 
 

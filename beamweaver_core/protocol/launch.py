@@ -28,6 +28,7 @@ from beamweaver_core.protocol import assistants, lookup, webhooks
 from beamweaver_core.protocol.errors import ProtocolError, not_found
 from beamweaver_core.protocol.messages import input_values
 from beamweaver_core.protocol.models import ProtocolRun
+from beamweaver_core.protocol.stopping import stop
 from beamweaver_core.runtime import service, thread_ids
 from beamweaver_core.runtime.answers import (
     ACCEPTED,
@@ -36,7 +37,6 @@ from beamweaver_core.runtime.answers import (
     AnswerRequest,
     answers,
 )
-from beamweaver_core.runtime.rollback import rollback_run
 from beamweaver_core.types import Interrupt
 
 REFUSAL_STATUS = {
@@ -285,10 +285,7 @@ def _make_room(user: Any, thread: Thread, strategy: str) -> None:
     if strategy == "enqueue":
         return
     for run in Run.objects.filter(thread=thread, status__in=lookup.ACTIVE).order_by("created_at"):
-        if strategy == "rollback" and run.kind == Run.Kind.START:
-            rollback_run(run.id, user=user)
-        else:
-            service.cancel_run(run.id, user=user)
+        stop(user, run, strategy)
 
 
 def _options(body: Mapping[str, Any]) -> dict[str, Any] | None:

@@ -21,9 +21,8 @@ from beamweaver_core.protocol.errors import ProtocolError
 from beamweaver_core.protocol.launch import launch
 from beamweaver_core.protocol.models import ProtocolRun
 from beamweaver_core.protocol.outcome import result
+from beamweaver_core.protocol.stopping import stop
 from beamweaver_core.protocol.waiting import result_body, until_stopped
-from beamweaver_core.runtime import service
-from beamweaver_core.runtime.rollback import rollback_run
 
 R = TypeVar("R", bound=HttpResponseBase)
 
@@ -94,13 +93,6 @@ def delete(request: HttpRequest, user: Any, thread_id: str, run_id: str) -> None
         run.delete()
 
 
-def _stop(run: Run, action: str, user: Any) -> None:
-    if action == "rollback" and run.kind == Run.Kind.START:
-        rollback_run(run.id, user=user)
-    else:
-        service.cancel_run(run.id, user=user)
-
-
 def _action(request: HttpRequest) -> str:
     action = request.GET.get("action", "interrupt")
     if action not in ("interrupt", "rollback"):
@@ -115,7 +107,7 @@ def cancel(request: HttpRequest, user: Any, thread_id: str, run_id: str) -> Http
         raise ProtocolError(
             409, f"Run {run_id} is {run.status}; only active or paused runs can be cancelled."
         )
-    _stop(run, action, user)
+    stop(user, run, action)
     return HttpResponse(status=204 if flag(request.GET, "wait") else 202)
 
 
@@ -132,7 +124,7 @@ def cancel_many(request: HttpRequest, user: Any) -> HttpResponse:
         "running": (Run.Status.RUNNING,),
     }.get(body.get("status") or "all", lookup.ACTIVE)
     for run in runs.filter(status__in=wanted).order_by("created_at"):
-        _stop(run, action, user)
+        stop(user, run, action)
     return HttpResponse(status=204)
 
 
@@ -145,7 +137,7 @@ async def wait(request: HttpRequest, user: Any, thread_id: str | None = None) ->
     run = await in_thread(launch)(user, thread_id, body)
     leaving = body.get("on_disconnect") == "cancel"
     response = StreamingHttpResponse(
-        result_body(run, cancel_on_disconnect=leaving), content_type="application/json"
+        result_body(run, cancel_on_disconnect=leaving, user=user), content_type="application/json"
     )
     return located(response, run, "/join")
 

@@ -25,10 +25,12 @@ from django.conf import settings
 
 from beamweaver_core.models import Run, RunEvent
 from beamweaver_core.protocol.db import in_thread
+from beamweaver_core.protocol.errors import ProtocolError
 from beamweaver_core.protocol.hints import Hints
 from beamweaver_core.protocol.sse import HEARTBEAT, encode
+from beamweaver_core.protocol.stopping import stop
 from beamweaver_core.protocol.translate import Translator
-from beamweaver_core.runtime.service import RunStateError, cancel_run
+from beamweaver_core.runtime.service import RunStateError
 
 logger = logging.getLogger(__name__)
 
@@ -52,6 +54,8 @@ class StreamRequest:
     after: tuple[int, int] | None = None
     cancel_on_disconnect: bool = False
     """Cancel the run if the client leaves before it stops (`on_disconnect="cancel"`)."""
+    user: Any = None
+    """The caller (who cancels it then)."""
 
 
 def _conf(name: str, default: float) -> float:
@@ -92,11 +96,12 @@ def _status(run_id: Any) -> str | None:
     return Run.objects.filter(id=run_id).values_list("status", flat=True).first()
 
 
-def cancel_quietly(run_id: Any) -> None:
-    """Cancel the run its client left (`on_disconnect="cancel"`), unless it stopped."""
+def cancel_quietly(user: Any, run_id: Any) -> None:
+    """Cancel the run its client left (`on_disconnect="cancel"`), unless it stopped or
+    the client may not cancel it."""
     try:
-        cancel_run(run_id)
-    except (RunStateError, Run.DoesNotExist) as exc:
+        stop(user, Run.objects.get(id=run_id))
+    except (ProtocolError, RunStateError, Run.DoesNotExist) as exc:
         logger.info("Run %s not cancelled on disconnect: %s", run_id, exc)
 
 
@@ -115,7 +120,7 @@ async def frames(
             yield chunk
     finally:
         if request.cancel_on_disconnect and not ended:
-            await in_thread(cancel_quietly)(request.run.id)
+            await in_thread(cancel_quietly)(request.user, request.run.id)
 
 
 _DONE = b""

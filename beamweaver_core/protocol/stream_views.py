@@ -67,6 +67,7 @@ async def stream(request: HttpRequest, user: Any, thread_id: str | None = None) 
             modes=modes,
             subgraphs=bool(body.get("stream_subgraphs")),
             cancel_on_disconnect=body.get("on_disconnect") == "cancel",
+            user=user,
         )
         translator = await in_thread(open_translator)(wanted)
     except BaseException:
@@ -88,6 +89,7 @@ def _join_request(request: HttpRequest, user: Any, thread_id: str, run_id: str) 
         subgraphs=bool(kwargs.get("stream_subgraphs")),
         after=_after(request),
         cancel_on_disconnect=flag(request.GET, "cancel_on_disconnect"),
+        user=user,
     )
 
 

@@ -37,7 +37,9 @@ async def until_stopped(run: Run) -> Run | None:
             await hints.wait(float(settings.BEAMWEAVER.get(key, 2.0 if hints.live else 0.5)))
 
 
-async def result_body(run: Run, *, cancel_on_disconnect: bool = False) -> AsyncIterator[bytes]:
+async def result_body(
+    run: Run, *, cancel_on_disconnect: bool = False, user: Any = None
+) -> AsyncIterator[bytes]:
     """The run's result (`outcome.result`) once it stops, after a newline every few
     seconds meanwhile (as LangGraph's server does: proxies keep the request open, and
     JSON parsers skip the leading white space). `cancel_on_disconnect`: a client that
@@ -56,7 +58,7 @@ async def result_body(run: Run, *, cancel_on_disconnect: bool = False) -> AsyncI
         if not waiter.done():
             waiter.cancel()
             if cancel_on_disconnect:
-                await in_thread(cancel_quietly)(run.id)
+                await in_thread(cancel_quietly)(user, run.id)
 
 
 __all__ = ["result_body", "until_stopped"]

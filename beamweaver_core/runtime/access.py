@@ -15,7 +15,7 @@ from typing import Any, Protocol
 from django.db.models import QuerySet
 
 from beamweaver_core.exceptions import BeamWeaverError
-from beamweaver_core.models import Thread
+from beamweaver_core.models import Run, Thread
 
 
 class AccessPolicy(Protocol):
@@ -30,6 +30,10 @@ class AccessPolicy(Protocol):
 
     def may_start(self, user: Any, graph: str) -> bool:
         """Whether `user` may start runs of the registered graph `graph`."""
+
+    def cancel_refusal(self, user: Any, run: Run) -> str | None:
+        """Why `user` may not cancel `run` (it also cancels the thread's pending reviews),
+        or `None` if they may; the caller has checked that `user` sees its thread."""
 
     def issue_token(self, user: Any, name: str) -> str:
         """A new API token for `user` (its secret text, shown once)."""

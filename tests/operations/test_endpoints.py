@@ -67,9 +67,12 @@ def test_unapplied_migrations_are_not_ready(django_db_blocker: Any) -> None:
     from django.db.migrations.recorder import MigrationRecorder
 
     health._migrated.clear()
-    # The app's latest migration (a missing older one behind an applied leaf is not
-    # planned again by Django).
-    ((_, latest),) = MigrationLoader(connection).graph.leaf_nodes("beamweaver_core")
+    # The app's latest migration (a leaf: un-applying an earlier one plans nothing).
+    (latest,) = (
+        name
+        for app, name in MigrationLoader(connection).graph.leaf_nodes()
+        if app == "beamweaver_core"
+    )
     recorder = MigrationRecorder(connection)
     recorder.migration_qs.get(app="beamweaver_core", name=latest).delete()
     try:

@@ -421,3 +421,20 @@ def test_a_client_that_leaves_cancels_its_run_when_it_asked_to(
         next(response.iter_lines())  # the metadata event: the run is queued
     run = wait_for(lambda: Run.objects.filter(thread_id=thread_id, status="cancelled").first())
     assert run.error.startswith("Cancelled")
+
+
+def test_only_those_the_inbox_lets_cancel_a_run_may_cancel_it_over_lg(
+    lg_url: str, alice_token: str, bob_token: str
+) -> None:
+    alice, bob = client(lg_url, alice_token), client(lg_url, bob_token)
+    thread_id = alice.threads.create()["thread_id"]
+    run = alice.runs.create(thread_id, "steps", input={"log": []})
+    _running(thread_id)
+    with pytest.raises(httpx.HTTPStatusError) as refused:  # not the requester, no reviews
+        bob.runs.cancel(thread_id, run["run_id"])
+    assert status_of(refused) == 403
+    with pytest.raises(httpx.HTTPStatusError) as strategy:
+        bob.runs.create(thread_id, "steps", input={"log": []}, multitask_strategy="interrupt")
+    assert status_of(strategy) == 403
+    alice.runs.cancel(thread_id, run["run_id"])  # the requester may
+    assert alice.runs.get(thread_id, run["run_id"])["status"] == "interrupted"

@@ -8,7 +8,7 @@ class Migration(migrations.Migration):
     initial = True
 
     dependencies = [
-        ("beamweaver_core", "0008_run_options_waiting"),
+        ("beamweaver_core", "0009_run_options_waiting"),
     ]
 
     operations = [

@@ -6,7 +6,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("beamweaver_core", "0007_worker_heartbeat_trace_context"),
+        ("beamweaver_core", "0008_run_cancel_permission"),
     ]
 
     operations = [
