@@ -27,6 +27,7 @@ from beamweaver_core.protocol.db import in_thread
 from beamweaver_core.protocol.errors import ProtocolError, respond
 from beamweaver_core.runtime.access import AccessNotConfiguredError
 from beamweaver_core.runtime.answers import AnswersNotConfiguredError
+from beamweaver_core.runtime.registry import UnknownGraphError
 from beamweaver_core.runtime.service import RunStateError
 from beamweaver_core.runtime.thread_ids import InvalidThreadIdError
 
@@ -42,6 +43,7 @@ STATUSES: tuple[tuple[type[Exception], int], ...] = (
     (InvalidUpdateError, 422),
     (AccessNotConfiguredError, 503),
     (AnswersNotConfiguredError, 503),
+    (UnknownGraphError, 409),  # a thread's graph no longer registered
 )
 """The runtime's errors as protocol statuses."""
 
