@@ -72,6 +72,14 @@ def ms(label: str, *path: str, target: Target | None = None) -> Metric:
     return Metric(label, path, "ms", target)
 
 
+def _latency_at(*steps: int) -> tuple[Metric, ...]:
+    """State growth: the step latency around each of `steps` (a 9-step median)."""
+    return tuple(
+        ms(f"step latency @{s} (9-step median)", "latency_at", str(s), "window_median_ms")
+        for s in steps
+    )
+
+
 _HITL_PARTS = (
     ms("invoke → interrupt (median)", "interrupt_ms", "median"),
     ms("resume → end (median)", "resume_ms", "median"),
@@ -267,9 +275,36 @@ CONFIGS: tuple[Config, ...] = (
             Metric("bytes stored after step 100", ("bytes_after_step", "100"), "B"),
             Metric("raw message bytes (all steps)", ("raw_message_bytes",), "B"),
             Metric("growth exponent (bytes ~ steps^k)", ("growth_exponent",), ""),
-            ms("step latency @10 (9-step median)", "latency_at", "10", "window_median_ms"),
-            ms("step latency @100 (9-step median)", "latency_at", "100", "window_median_ms"),
-            ms("step latency @200 (9-step median)", "latency_at", "200", "window_median_ms"),
+            *_latency_at(10, 100, 200),
+        ),
+    ),
+    Config(
+        "growth1000_postgres",
+        "4b. long thread: 1,000 turns, ~500 B message per turn, one invoke per turn, Postgres "
+        "(LangGraph: sync)",
+        "growth",
+        quick={"backend": "postgres", "steps": 24},
+        # 1,004 turns: the 9-step window around turn 1,000 is complete.
+        full={"backend": "postgres", "steps": 1004},
+        lg_durability="sync",
+        metrics=(
+            *_latency_at(10, 200, 400, 1000),
+            Metric(
+                "step latency @1000 / @10",
+                ("latency_growth", "1000"),
+                "x",
+                AtMost(1.5, "x step 10"),
+            ),
+            *(
+                Metric(
+                    f"bytes stored / raw after turn {turn}",
+                    ("stored_to_raw_at", str(turn)),
+                    "x",
+                    AtMost(3, "x raw"),
+                )
+                for turn in (200, 400, 1000)
+            ),
+            Metric("bytes stored after turn 1000", ("bytes_after_step", "1000"), "B"),
         ),
     ),
     Config(
