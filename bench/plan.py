@@ -104,16 +104,22 @@ def _hitl(k: int, backend: str, quick: int, full: int, target: Target | None) ->
     )
 
 
-def _fanout(backend: str, quick: int, full: int) -> Config:
+def _fanout(
+    backend: str, quick: int, full: int, target: Target | None = None, stagger_ms: int = 0
+) -> Config:
+    where = "no checkpointer" if backend == "none" else backend
+    server = (Metric("commits per invoke", ("server_per_invoke", "xact_commit"), ""),)
     return Config(
-        f"fanout_{backend}",
-        f"2. fanout, 8 parallel + join, {'no checkpointer' if backend == 'none' else backend}",
+        f"fanout{'_staggered' if stagger_ms else ''}_{backend}",
+        f"2. fanout, 8 parallel + join, {where}"
+        + (f", worker i sleeps i x {stagger_ms} ms (they finish one by one)" if stagger_ms else ""),
         "fanout",
-        quick={"backend": backend, "threads": quick, "warmup": 2},
-        full={"backend": backend, "threads": full},
+        quick={"backend": backend, "threads": quick, "warmup": 2, "stagger_ms": stagger_ms},
+        full={"backend": backend, "threads": full, "stagger_ms": stagger_ms},
         metrics=(
-            ms("per invoke (median)", "invoke_ms", "median"),
+            ms("per invoke (median)", "invoke_ms", "median", target=target),
             ms("per invoke p99", "invoke_ms", "p99"),
+            *(server if backend == "postgres" else ()),
         ),
     )
 
@@ -253,9 +259,34 @@ CONFIGS: tuple[Config, ...] = (
             Metric("bytes stored per thread", ("per_thread", "payload_bytes"), "B"),
         ),
     ),
+    Config(
+        "linear_worker_postgres",
+        "1b. linear, 10 nodes, Postgres, on a worker: queued run claimed, run, outcome "
+        "recorded (BeamWeaver only: LangGraph's library has no run queue)",
+        "linear_worker",
+        quick={"backend": "postgres", "threads": 10, "warmup": 2},
+        full={"backend": "postgres", "threads": 200},
+        engines=("beamweaver",),
+        metrics=(
+            ms("per run (median)", "run_ms", "median"),
+            ms("per run p99", "run_ms", "p99"),
+            Metric(
+                "commits per run (claim with the head, 10 steps, outcome)",
+                ("server_per_run", "xact_commit"),
+                "",
+            ),
+            Metric(
+                "commits per step besides the run's claim and outcome (reads included)",
+                ("commits_per_step_besides_run",),
+                "",
+                AtMost(1, "per step"),
+            ),
+        ),
+    ),
     _fanout("none", 20, 500),
     _fanout("memory", 20, 500),
-    _fanout("postgres", 10, 200),
+    _fanout("postgres", 10, 200, RatioAtMost(0.25)),
+    _fanout("postgres", 10, 100, stagger_ms=1),
     _hitl(1, "memory", 20, 500, None),
     _hitl(1, "postgres", 10, 200, RatioAtMost(0.5)),
     _hitl(4, "memory", 20, 500, None),

@@ -140,7 +140,7 @@ class PostgresCheckpointer(Checkpointer):
         writes can add a checkpoint to the thread), so a run on a worker commits once per
         step, reads included. Later loads read the database as usual.
         """
-        fenced = PostgresCheckpointer(
+        fenced = type(self)(
             using=self.using, fence=(run_id, token), on_write=on_write or self.on_write
         )
         fenced._primed = head

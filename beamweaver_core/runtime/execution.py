@@ -56,7 +56,7 @@ def _execute(claim: Claim, using: str) -> str:
     run_id = str(claim.run_id)
     recorder = RunRecorder(run_id, claim.thread_id)
     checkpointer = PostgresCheckpointer(using).fenced(
-        claim.run_id, claim.token, on_write=recorder.store
+        claim.run_id, claim.token, on_write=recorder.store, head=claim.head
     )
     config: dict[str, Any] = {"configurable": {"thread_id": claim.thread_id}, "run_id": run_id}
     # The claim marked the thread running (in its own statement).
