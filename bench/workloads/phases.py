@@ -61,7 +61,6 @@ def measure(
     store.forget()
     if prepare is not None:
         prepare()
-        store.close()
     before = store.counters()
     graph = build(store.open())
     profile = None
