@@ -243,6 +243,9 @@ class Run(models.Model):
         ]
         indexes = [models.Index(fields=["status", "created_at"], name="bw_run_claim_idx")]
         ordering = ["-created_at"]
+        # Operators' right to cancel any run (the admin's action; see reviews.cancelling
+        # for who else may cancel one in the inbox and the API).
+        permissions = [("cancel_run", "Can cancel any run (its pending reviews with it)")]
 
     def __str__(self) -> str:
         return f"{self.kind} {self.graph} on {self.thread_id} ({self.status})"
