@@ -72,6 +72,14 @@ def ms(label: str, *path: str, target: Target | None = None) -> Metric:
     return Metric(label, path, "ms", target)
 
 
+def _latency_at(*steps: int) -> tuple[Metric, ...]:
+    """State growth: the step latency around each of `steps` (a 9-step median)."""
+    return tuple(
+        ms(f"step latency @{s} (9-step median)", "latency_at", str(s), "window_median_ms")
+        for s in steps
+    )
+
+
 _HITL_PARTS = (
     ms("invoke → interrupt (median)", "interrupt_ms", "median"),
     ms("resume → end (median)", "resume_ms", "median"),
@@ -96,16 +104,22 @@ def _hitl(k: int, backend: str, quick: int, full: int, target: Target | None) ->
     )
 
 
-def _fanout(backend: str, quick: int, full: int) -> Config:
+def _fanout(
+    backend: str, quick: int, full: int, target: Target | None = None, stagger_ms: int = 0
+) -> Config:
+    where = "no checkpointer" if backend == "none" else backend
+    server = (Metric("commits per invoke", ("server_per_invoke", "xact_commit"), ""),)
     return Config(
-        f"fanout_{backend}",
-        f"2. fanout, 8 parallel + join, {'no checkpointer' if backend == 'none' else backend}",
+        f"fanout{'_staggered' if stagger_ms else ''}_{backend}",
+        f"2. fanout, 8 parallel + join, {where}"
+        + (f", worker i sleeps i x {stagger_ms} ms (they finish one by one)" if stagger_ms else ""),
         "fanout",
-        quick={"backend": backend, "threads": quick, "warmup": 2},
-        full={"backend": backend, "threads": full},
+        quick={"backend": backend, "threads": quick, "warmup": 2, "stagger_ms": stagger_ms},
+        full={"backend": backend, "threads": full, "stagger_ms": stagger_ms},
         metrics=(
-            ms("per invoke (median)", "invoke_ms", "median"),
+            ms("per invoke (median)", "invoke_ms", "median", target=target),
             ms("per invoke p99", "invoke_ms", "p99"),
+            *(server if backend == "postgres" else ()),
         ),
     )
 
@@ -245,9 +259,34 @@ CONFIGS: tuple[Config, ...] = (
             Metric("bytes stored per thread", ("per_thread", "payload_bytes"), "B"),
         ),
     ),
+    Config(
+        "linear_worker_postgres",
+        "1b. linear, 10 nodes, Postgres, on a worker: queued run claimed, run, outcome "
+        "recorded (BeamWeaver only: LangGraph's library has no run queue)",
+        "linear_worker",
+        quick={"backend": "postgres", "threads": 10, "warmup": 2},
+        full={"backend": "postgres", "threads": 200},
+        engines=("beamweaver",),
+        metrics=(
+            ms("per run (median)", "run_ms", "median"),
+            ms("per run p99", "run_ms", "p99"),
+            Metric(
+                "commits per run (claim with the head, 10 steps, outcome)",
+                ("server_per_run", "xact_commit"),
+                "",
+            ),
+            Metric(
+                "commits per step besides the run's claim and outcome (reads included)",
+                ("commits_per_step_besides_run",),
+                "",
+                AtMost(1, "per step"),
+            ),
+        ),
+    ),
     _fanout("none", 20, 500),
     _fanout("memory", 20, 500),
-    _fanout("postgres", 10, 200),
+    _fanout("postgres", 10, 200, RatioAtMost(0.25)),
+    _fanout("postgres", 10, 100, stagger_ms=1),
     _hitl(1, "memory", 20, 500, None),
     _hitl(1, "postgres", 10, 200, RatioAtMost(0.5)),
     _hitl(4, "memory", 20, 500, None),
@@ -267,9 +306,36 @@ CONFIGS: tuple[Config, ...] = (
             Metric("bytes stored after step 100", ("bytes_after_step", "100"), "B"),
             Metric("raw message bytes (all steps)", ("raw_message_bytes",), "B"),
             Metric("growth exponent (bytes ~ steps^k)", ("growth_exponent",), ""),
-            ms("step latency @10 (9-step median)", "latency_at", "10", "window_median_ms"),
-            ms("step latency @100 (9-step median)", "latency_at", "100", "window_median_ms"),
-            ms("step latency @200 (9-step median)", "latency_at", "200", "window_median_ms"),
+            *_latency_at(10, 100, 200),
+        ),
+    ),
+    Config(
+        "growth1000_postgres",
+        "4b. long thread: 1,000 turns, ~500 B message per turn, one invoke per turn, Postgres "
+        "(LangGraph: sync)",
+        "growth",
+        quick={"backend": "postgres", "steps": 24},
+        # 1,004 turns: the 9-step window around turn 1,000 is complete.
+        full={"backend": "postgres", "steps": 1004},
+        lg_durability="sync",
+        metrics=(
+            *_latency_at(10, 200, 400, 1000),
+            Metric(
+                "step latency @1000 / @10",
+                ("latency_growth", "1000"),
+                "x",
+                AtMost(1.5, "x step 10"),
+            ),
+            *(
+                Metric(
+                    f"bytes stored / raw after turn {turn}",
+                    ("stored_to_raw_at", str(turn)),
+                    "x",
+                    AtMost(3, "x raw"),
+                )
+                for turn in (200, 400, 1000)
+            ),
+            Metric("bytes stored after turn 1000", ("bytes_after_step", "1000"), "B"),
         ),
     ),
     Config(

@@ -157,38 +157,58 @@ BlobFetcher = Callable[[str, int, int], Mapping[int, str]]
 """`fetch(channel, from_version, to_version)` → `{version: blob text}` in that range."""
 
 
-def rebuild_values(document: Mapping[str, Any], fetch: BlobFetcher) -> dict[str, Any]:
-    """Rebuild a checkpoint's values from its document and blobs."""
+Known = Mapping[str, tuple[int, Any]]
+"""Channel values decoded before: `{channel: (version, value)}` (see `known_values`)."""
+
+
+def rebuild_values(
+    document: Mapping[str, Any], fetch: BlobFetcher, known: Known | None = None
+) -> dict[str, Any]:
+    """Rebuild a checkpoint's values from its document and blobs.
+
+    A channel whose version is in `known` is taken from there; one that only appended to a
+    known version is rebuilt from it and the deltas after it (`fetch` need only have those).
+    """
     values: dict[str, Any] = {
         k: serde.from_jsonable(v) for k, v in document.get("inline", {}).items()
     }
     chains = document.get("chains", {})
     for key, version in document.get("versions", {}).items():
+        base = known.get(key) if known else None
+        if base is not None and base[0] == version:
+            values[key] = base[1]
+            continue
         chain = chains.get(key)
         low = int(chain[0]) if chain else version
         blobs = fetch(key, low, version)
-        values[key] = _rebuild_channel(key, version, blobs)
+        values[key] = _rebuild_channel(key, version, blobs, base)
     return values
 
 
-def _rebuild_channel(key: str, version: int, blobs: Mapping[int, str]) -> Any:
+def _rebuild_channel(
+    key: str, version: int, blobs: Mapping[int, str], base: tuple[int, Any] | None = None
+) -> Any:
     parts: list[list[Any]] = []
     current = version
     while True:
-        text = blobs.get(current)
-        if text is None:
-            raise LookupError(f"Checkpoint storage is missing blob {key!r} version {current}")
-        blob = serde.loads(text)
-        if "f" in blob:
+        if base is not None and current == base[0] and type(base[1]) is list:
+            value = base[1]
+        else:
+            text = blobs.get(current)
+            if text is None:
+                raise LookupError(f"Checkpoint storage is missing blob {key!r} version {current}")
+            blob = serde.loads(text)
+            if "f" not in blob:
+                parts.append(blob["a"])
+                current = blob["b"]
+                continue
             value = blob["f"]
             if not parts:
                 return value
-            out = list(value)
-            for appended in reversed(parts):
-                out.extend(appended)
-            return out
-        parts.append(blob["a"])
-        current = blob["b"]
+        out = list(value)
+        for appended in reversed(parts):
+            out.extend(appended)
+        return out
 
 
 def encode_record(record: TaskRecord) -> str:
@@ -223,9 +243,10 @@ def decode_checkpoint(
     row: EncodedCheckpoint,
     fetch: BlobFetcher,
     records: Mapping[str, TaskRecord],
+    known: Known | None = None,
 ) -> Checkpoint:
     document = json.loads(row.document)
-    values = rebuild_values(document, fetch)
+    values = rebuild_values(document, fetch, known)
     versions = {k: int(v) for k, v in document.get("versions", {}).items()}
     for key in document.get("inline", {}):
         versions.setdefault(key, 0)

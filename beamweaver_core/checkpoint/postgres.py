@@ -19,13 +19,19 @@ Same semantics as `MemoryCheckpointer`; what Postgres adds:
   with `StaleWriterError`. (`FOR KEY SHARE` would not conflict with that update, so a stale
   write could still commit after the take-over.)
 - `load` is one statement: the checkpoint row with its records and every blob it needs
-  aggregated in (lateral joins; each channel's version range comes from the stored
-  document), so loading a head is one round trip and one read-only transaction, on one
-  snapshot. `history` reads a page of rows, then the blobs of the whole page at once.
-- No head cache. Every invoke and resume reads the head from the database: a head cached in
-  this process goes stale as soon as another process continues the thread, and the no-fork
-  constraint would catch that only at the first write, after a node had already run on
-  the stale state (for a resume: after re-running an interrupt another process answered).
+  aggregated in (lateral joins, each channel's blobs by their own index range, the range
+  coming from the stored document), so loading a head is one round trip and one
+  read-only transaction, on one snapshot. `history` reads a page of rows, then the blobs
+  of the whole page at once.
+- The head is always read from the database; its values are not decoded twice. A head
+  cached in this process would go stale as soon as another process continues the thread
+  (and the no-fork constraint would catch that only at the first write, after a node had
+  already run on the stale state). What this process keeps instead are the decoded values
+  of the last head it read or wrote (`known_values`): the next load names that checkpoint,
+  and the same statement checks it still exists and fetches only the blobs written after
+  it, so a long chat's turn costs the same at turn 1,000 as at turn 10.
+- A run on a worker reads its head inside its claim's transaction (`fenced(head=...)`),
+  so its first load costs no statement of its own.
 
 The ORM connection is used synchronously (`blocking = True`: async callers run it in a
 thread). Django gives each thread its own connection, checked out of the pool the settings
@@ -35,10 +41,11 @@ configure; as with any Django code, a thread that stops using the database shoul
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -46,12 +53,17 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 from django.db import IntegrityError, connections, transaction
 
+from beamweaver_core.checkpoint import known_values
 from beamweaver_core.checkpoint.base import Checkpointer
-from beamweaver_core.checkpoint.encoding import (
-    EncodedCheckpoint,
-    chains_of,
-    decode_checkpoint,
-    decode_record,
+from beamweaver_core.checkpoint.encoding import EncodedCheckpoint
+from beamweaver_core.checkpoint.known_values import KnownHead
+from beamweaver_core.checkpoint.postgres_rows import (
+    Row,
+    decode_fetched,
+    decode_rows,
+    group_blobs,
+    parse_row,
+    version_ranges,
 )
 from beamweaver_core.checkpoint.postgres_sql import (
     BEFORE_ID,
@@ -60,12 +72,13 @@ from beamweaver_core.checkpoint.postgres_sql import (
     LATEST,
     LOAD_BY_ID,
     LOAD_LATEST,
+    LOAD_LATEST_KNOWN,
     SELECT_BLOBS,
     STORED_BYTES,
     Fence,
     write_statements,
 )
-from beamweaver_core.checkpoint.types import Checkpoint, TaskRecord
+from beamweaver_core.checkpoint.types import Checkpoint
 from beamweaver_core.exceptions import StaleWriterError, ThreadBusyError
 
 if TYPE_CHECKING:
@@ -82,11 +95,12 @@ _HISTORY_PAGE = 50
 
 
 @dataclass(frozen=True, slots=True)
-class _Row:
-    """A checkpoint row as read, with its records decoded."""
+class HeadRead:
+    """The head of thread `thread_id`'s root namespace (`None`: it has none yet), read in
+    the transaction that made the reader its only writer (a run's claim: see `fenced`)."""
 
-    encoded: EncodedCheckpoint
-    records: dict[str, TaskRecord]
+    thread_id: str
+    checkpoint: Checkpoint | None
 
 
 class PostgresCheckpointer(Checkpointer):
@@ -104,18 +118,33 @@ class PostgresCheckpointer(Checkpointer):
         self.using = using
         self.fence = fence
         self.on_write = on_write
+        self._primed: HeadRead | None = None
 
     def __repr__(self) -> str:
         fence = "" if self.fence is None else f", fence=({self.fence[0]!s}, {self.fence[1]})"
         return f"PostgresCheckpointer(using={self.using!r}{fence})"
 
     def fenced(
-        self, run_id: uuid.UUID | str, token: int, *, on_write: WriteHook | None = None
+        self,
+        run_id: uuid.UUID | str,
+        token: int,
+        *,
+        on_write: WriteHook | None = None,
+        head: HeadRead | None = None,
     ) -> PostgresCheckpointer:
-        """A copy whose every write first checks that run `run_id` still holds `token`."""
-        return PostgresCheckpointer(
+        """A copy whose every write first checks that run `run_id` still holds `token`.
+
+        `head`: the thread's head as the claim that gave the run `token` read it, in the
+        claim's own transaction. The first `load` of that head returns it without asking
+        the database again (it cannot be stale: from the claim on, only this run's fenced
+        writes can add a checkpoint to the thread), so a run on a worker commits once per
+        step, reads included. Later loads read the database as usual.
+        """
+        fenced = type(self)(
             using=self.using, fence=(run_id, token), on_write=on_write or self.on_write
         )
+        fenced._primed = head
+        return fenced
 
     @contextmanager
     def _cursor(self) -> Iterator[Any]:
@@ -137,6 +166,7 @@ class PostgresCheckpointer(Checkpointer):
         checkpoints: Sequence[EncodedCheckpoint],
         records: Sequence[tuple[str, str, str]],
     ) -> None:
+        self._primed = None
         statements = write_statements(thread_id, ns, checkpoints, records, self.fence)
         connection = connections[self.using]
         try:
@@ -157,6 +187,7 @@ class PostgresCheckpointer(Checkpointer):
                 f"position {seqs} in namespace {ns!r} is taken): another run is writing to "
                 "it. Reload the thread and try again."
             ) from exc
+        known_values.VALUES.written((self.using, thread_id, ns), checkpoints)
 
     def _execute(self, thread_id: str, statements: Sequence[tuple[str, list[Any]]]) -> None:
         with self._cursor() as cursor:
@@ -185,17 +216,46 @@ class PostgresCheckpointer(Checkpointer):
     def load(
         self, thread_id: str, ns: str = "", checkpoint_id: str | None = None
     ) -> Checkpoint | None:
-        params = {"thread": thread_id, "ns": ns, "checkpoint_id": checkpoint_id}
+        # The claim's head answers only the first load, and only if nothing was written
+        # or read by id before it (a fork reads its fork point by id, then writes).
+        primed, self._primed = self._primed, None
+        if checkpoint_id is not None:
+            return self._load(LOAD_BY_ID, thread_id, ns, {"checkpoint_id": checkpoint_id})
+        if primed is not None and ns == "" and primed.thread_id == thread_id:
+            return primed.checkpoint
+        known = known_values.VALUES.get((self.using, thread_id, ns))
+        if known is None:
+            return self._load(LOAD_LATEST, thread_id, ns, {})
+        params = {"anchor": known.anchor, "known": json.dumps(known.versions)}
+        try:
+            return self._load(LOAD_LATEST_KNOWN, thread_id, ns, params, known)
+        except LookupError:
+            # The head does not continue what was remembered (a fork back in time): read
+            # it in full.
+            return self._load(LOAD_LATEST, thread_id, ns, {})
+
+    def _load(
+        self,
+        sql: str,
+        thread_id: str,
+        ns: str,
+        params: Mapping[str, Any],
+        known: KnownHead | None = None,
+    ) -> Checkpoint | None:
+        """One statement, one row; the head's values are remembered, copies handed out."""
         with self._cursor() as cursor:
-            cursor.execute(
-                LOAD_LATEST if checkpoint_id is None else LOAD_BY_ID, params, prepare=True
-            )
+            cursor.execute(sql, {"thread": thread_id, "ns": ns, **params}, prepare=True)
             fetched = cursor.fetchone()
+        key = (self.using, thread_id, ns)
         if fetched is None:
+            known_values.VALUES.put(key, None)
             return None
-        row = _parse_row(fetched[:10], thread_id, ns)
-        blobs = zip(fetched[10] or (), fetched[11] or (), fetched[12] or (), strict=True)
-        return _decode_rows([row], _group_blobs(blobs))[0]
+        base = known if known is not None and fetched[13] else None
+        checkpoint, leaves = decode_fetched(fetched, thread_id, ns, base)
+        if sql is not LOAD_BY_ID:
+            known_values.VALUES.put(key, leaves)
+        values = {k: known_values.handout(v) for k, v in checkpoint.values.items()}
+        return dataclasses.replace(checkpoint, values=values)
 
     def history(
         self,
@@ -219,14 +279,14 @@ class PostgresCheckpointer(Checkpointer):
                 remaining -= len(rows)
             sql, params["seq"] = BEFORE_SEQ, rows[-1].encoded.seq
 
-    def _rows(self, sql: str, params: Mapping[str, Any], thread_id: str, ns: str) -> list[_Row]:
+    def _rows(self, sql: str, params: Mapping[str, Any], thread_id: str, ns: str) -> list[Row]:
         with self._cursor() as cursor:
             cursor.execute(sql, params, prepare=True)
             fetched = cursor.fetchall()
-        return [_parse_row(values, thread_id, ns) for values in fetched]
+        return [parse_row(values, thread_id, ns) for values in fetched]
 
-    def _decode(self, rows: Sequence[_Row], thread_id: str, ns: str) -> list[Checkpoint]:
-        return _decode_rows(rows, self._blobs(_version_ranges(rows), thread_id, ns))
+    def _decode(self, rows: Sequence[Row], thread_id: str, ns: str) -> list[Checkpoint]:
+        return decode_rows(rows, self._blobs(version_ranges(rows), thread_id, ns))
 
     def _blobs(
         self, ranges: Mapping[str, tuple[int, int]], thread_id: str, ns: str
@@ -242,7 +302,7 @@ class PostgresCheckpointer(Checkpointer):
         }
         with self._cursor() as cursor:
             cursor.execute(SELECT_BLOBS, params, prepare=True)
-            return _group_blobs(cursor.fetchall())
+            return group_blobs(cursor.fetchall())
 
     # -- maintenance ----------------------------------------------------------------------
 
@@ -253,6 +313,7 @@ class PostgresCheckpointer(Checkpointer):
         """
         with connections[self.using].cursor() as cursor:
             cursor.execute(DELETE_THREAD, {"thread": thread_id})
+        known_values.VALUES.forget_thread(self.using, thread_id)
 
     def namespaces(self, thread_id: str) -> list[str]:
         with connections[self.using].cursor() as cursor:
@@ -275,52 +336,9 @@ class PostgresCheckpointer(Checkpointer):
         return int(row[0]) if row is not None else 0
 
 
-def _parse_row(values: Sequence[Any], thread_id: str, ns: str) -> _Row:
-    cid, seq, step, parent_id, source, created_at, document, metadata, task_ids, texts = values
-    # In field order: thread, ns, id, seq, step, parent, source, created, document, metadata.
-    encoded = EncodedCheckpoint(
-        thread_id, ns, cid, seq, step, parent_id, source, created_at, document, metadata, ()
-    )
-    records = {
-        tid: decode_record(text) for tid, text in zip(task_ids or (), texts or (), strict=True)
-    }
-    return _Row(encoded, records)
-
-
-def _decode_rows(rows: Sequence[_Row], blobs: Mapping[str, Mapping[int, str]]) -> list[Checkpoint]:
-    def fetch(channel: str, low: int, high: int) -> Mapping[int, str]:
-        found = blobs.get(channel, {})
-        return {v: text for v, text in found.items() if low <= v <= high}
-
-    return [decode_checkpoint(row.encoded, fetch, row.records) for row in rows]
-
-
-def _group_blobs(fetched: Iterable[tuple[str, int, str]]) -> dict[str, dict[int, str]]:
-    blobs: dict[str, dict[int, str]] = {}
-    for channel, version, text in fetched:
-        blobs.setdefault(channel, {})[version] = text
-    return blobs
-
-
-def _version_ranges(rows: Sequence[_Row]) -> dict[str, tuple[int, int]]:
-    """Per channel, the version range that covers the blobs every row needs."""
-    ranges: dict[str, tuple[int, int]] = {}
-    for row in rows:
-        document = json.loads(row.encoded.document)
-        chains = chains_of(document)
-        for channel, version in document.get("versions", {}).items():
-            high = int(version)
-            low = chains[channel][0] if channel in chains else high
-            known = ranges.get(channel)
-            if known is not None:
-                low, high = min(known[0], low), max(known[1], high)
-            ranges[channel] = (low, high)
-    return ranges
-
-
 def _constraint_name(exc: IntegrityError) -> str | None:
     diag = getattr(exc.__cause__, "diag", None)
     return getattr(diag, "constraint_name", None)
 
 
-__all__ = ["Fence", "PostgresCheckpointer"]
+__all__ = ["Fence", "HeadRead", "PostgresCheckpointer"]

@@ -102,30 +102,62 @@ WHERE c.thread_id = %(thread)s AND c.ns = %(ns)s {{where}}
 ORDER BY c.seq DESC
 LIMIT %(limit)s
 """
-# One checkpoint with its records and every blob it needs, in one statement (one round
-# trip, one snapshot): the version range of each channel comes from the document itself.
-SELECT_ONE = f"""
-SELECT {CHECKPOINT_FIELDS}, b.channels, b.versions, b.blobs
+
+
+def _select_one(where: str, known: bool) -> str:
+    """One checkpoint with its records and every blob it needs, in one statement (one
+    round trip, one snapshot): the version range of each channel comes from the document
+    itself. Each channel's blobs are read by their own index range (the `OFFSET 0` keeps
+    the planner from joining every blob of the thread and filtering).
+
+    `known`: for a process that remembers the values of checkpoint %(anchor)s
+    (`known_values`): also say whether that checkpoint still exists and, if it does, read
+    only the blobs after the versions remembered (%(known)s: `{channel: version}`).
+    """
+    anchor = ""
+    low = "r.low"
+    known_column = ""
+    if known:
+        anchor = """CROSS JOIN LATERAL (
+    SELECT EXISTS (
+        SELECT FROM bw_checkpoint k
+        WHERE k.thread_id = c.thread_id AND k.ns = c.ns AND k.checkpoint_id = %(anchor)s
+    ) AS ok
+) a"""
+        low = "CASE WHEN r.known <= r.high THEN greatest(r.low, r.known + 1) ELSE r.low END"
+        known_column = ",\n               CASE WHEN a.ok THEN (%(known)s::jsonb ->> v.channel)::int END AS known"
+    return f"""
+SELECT {CHECKPOINT_FIELDS}, b.channels, b.versions, b.blobs{", a.ok" if known else ""}
 FROM (
     SELECT * FROM bw_checkpoint
-    WHERE thread_id = %(thread)s AND ns = %(ns)s {{where}}
+    WHERE thread_id = %(thread)s AND ns = %(ns)s {where}
     ORDER BY seq DESC
     LIMIT 1
 ) c
+{anchor}
 {RECORDS}
 CROSS JOIN LATERAL (
     SELECT array_agg(blob.channel) AS channels, array_agg(blob.version) AS versions,
            array_agg(blob.blob) AS blobs
     FROM (SELECT c.document::jsonb AS d) doc
     CROSS JOIN LATERAL jsonb_each_text(doc.d -> 'versions') AS v(channel, version)
-    JOIN bw_checkpoint_blob blob
-      ON blob.thread_id = c.thread_id AND blob.ns = c.ns AND blob.channel = v.channel
-     AND blob.version BETWEEN coalesce((doc.d -> 'chains' -> v.channel ->> 0)::int, v.version::int)
-                          AND v.version::int
+    CROSS JOIN LATERAL (
+        SELECT coalesce((doc.d -> 'chains' -> v.channel ->> 0)::int, v.version::int) AS low,
+               v.version::int AS high{known_column}
+    ) r
+    CROSS JOIN LATERAL (
+        SELECT blob.channel, blob.version, blob.blob FROM bw_checkpoint_blob blob
+        WHERE blob.thread_id = c.thread_id AND blob.ns = c.ns AND blob.channel = v.channel
+          AND blob.version BETWEEN {low} AND r.high
+        OFFSET 0
+    ) blob
 ) b
 """
-LOAD_LATEST = SELECT_ONE.format(where="")
-LOAD_BY_ID = SELECT_ONE.format(where="AND checkpoint_id = %(checkpoint_id)s")
+
+
+LOAD_LATEST = _select_one("", known=False)
+LOAD_LATEST_KNOWN = _select_one("", known=True)
+LOAD_BY_ID = _select_one("AND checkpoint_id = %(checkpoint_id)s", known=False)
 LATEST = SELECT_CHECKPOINTS.format(where="")
 BEFORE_ID = SELECT_CHECKPOINTS.format(
     where="""AND c.seq < (
@@ -135,12 +167,16 @@ BEFORE_ID = SELECT_CHECKPOINTS.format(
 )
 BEFORE_SEQ = SELECT_CHECKPOINTS.format(where="AND c.seq < %(seq)s")
 
+# Each channel by its own index range (as in `_select_one`).
 SELECT_BLOBS = """
 SELECT b.channel, b.version, b.blob
 FROM unnest(%(channels)s::text[], %(lows)s::int[], %(highs)s::int[]) AS wanted(channel, low, high)
-JOIN bw_checkpoint_blob b
-  ON b.thread_id = %(thread)s AND b.ns = %(ns)s AND b.channel = wanted.channel
- AND b.version BETWEEN wanted.low AND wanted.high
+CROSS JOIN LATERAL (
+    SELECT blob.channel, blob.version, blob.blob FROM bw_checkpoint_blob blob
+    WHERE blob.thread_id = %(thread)s AND blob.ns = %(ns)s AND blob.channel = wanted.channel
+      AND blob.version BETWEEN wanted.low AND wanted.high
+    OFFSET 0
+) b
 """
 
 DELETE_THREAD = """
@@ -216,6 +252,7 @@ __all__ = [
     "LATEST",
     "LOAD_BY_ID",
     "LOAD_LATEST",
+    "LOAD_LATEST_KNOWN",
     "SELECT_BLOBS",
     "STORED_BYTES",
     "Fence",

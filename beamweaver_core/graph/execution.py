@@ -9,7 +9,7 @@ Nothing of a task is visible to its siblings before the step's merge.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Coroutine, Mapping, Sequence
 from functools import partial
 from types import MappingProxyType
 from typing import Any
@@ -234,7 +234,9 @@ def drive(loop: StepLoop) -> RunResult:
             task, answers = step[0]
             outcomes = [runner.run_sync(task, answers)]
         else:
-            outcomes = run_concurrently([partial(runner.run_sync, t, a) for t, a in step])
+            outcomes = run_concurrently(
+                [partial(runner.run_sync, t, a) for t, a in step], partial(_save_finished, loop)
+            )
         terminal = loop.absorb(outcomes)
         loop.commit()
         if isinstance(terminal, Failure):
@@ -258,13 +260,46 @@ async def adrive(loop: StepLoop) -> RunResult:
             task, answers = step[0]
             outcomes = [await runner.run_async(task, answers)]
         else:
-            outcomes = list(await asyncio.gather(*(runner.run_async(t, a) for t, a in step)))
+            outcomes = await _gather_saving(loop, [runner.run_async(t, a) for t, a in step])
         terminal = loop.absorb(outcomes)
         await loop.acommit()
         if isinstance(terminal, Failure):
             raise terminal.error
         if isinstance(terminal, Pause):
             return loop.pause_result(terminal)
+
+
+def _save_finished(loop: StepLoop, outcomes: list[TaskOutcome]) -> None:
+    """Commit the tasks that finished while their siblings still run (a crash then does
+    not run them again)."""
+    if loop.save_finished(outcomes):
+        loop.commit()
+
+
+async def _gather_saving(
+    loop: StepLoop, calls: list[Coroutine[Any, Any, TaskOutcome]]
+) -> list[TaskOutcome]:
+    """`asyncio.gather` of a step's tasks, committing those that finish while siblings
+    still run (as `drive` does); a failed commit is raised once every task has finished."""
+    tasks = [asyncio.ensure_future(call) for call in calls]
+    pending: set[asyncio.Future[TaskOutcome]] = set(tasks)
+    error: BaseException | None = None
+    try:
+        while pending and error is None:
+            done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+            if pending and loop.save_finished([t.result() for t in tasks if t in done]):
+                try:
+                    await loop.acommit()
+                except Exception as exc:
+                    error = exc
+        outcomes = list(await asyncio.gather(*tasks))
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        raise
+    if error is not None:
+        raise error
+    return outcomes
 
 
 def blocking(loop: StepLoop) -> bool:

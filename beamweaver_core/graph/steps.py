@@ -6,8 +6,10 @@ run or how the run ends, the driver (`execution.py`) runs the tasks, `absorb()` 
 outcomes and merges a complete step in task order (never completion order) into the next
 checkpoint, and `commit()` saves what was staged in one commit. A step whose tasks did not
 all finish (some paused or failed) saves the finished tasks' results as pending records
-instead, so they are not run again on resume. How a call reaches its first step (fresh
-input, a resume, a fork, `update_state`) is `loop.RunLoop`'s part.
+instead, so they are not run again on resume. While some tasks of a step still run, the
+ones that finished are saved at once (`save_finished`, one commit for all that finished
+meanwhile): a crash mid-step does not run them again. How a call reaches its first step
+(fresh input, a resume, a fork, `update_state`) is `loop.RunLoop`'s part.
 """
 
 from __future__ import annotations
@@ -126,6 +128,8 @@ class StepLoop:
         self.staging = CheckpointStager(self.thread_id, self.ns)
         self.steps_run = 0
         self.breakpoint_passed = False
+        self.saved: set[str] = set()
+        """Tasks of the current step whose records `save_finished` already committed."""
 
     def _adopt(self, checkpoint: Checkpoint) -> None:
         self.current = checkpoint
@@ -185,6 +189,28 @@ class StepLoop:
         self.breakpoint_passed = True
         self.staging.record(self.current.id, BREAKPOINT_TASK, TaskRecord(status="passed"))
 
+    def save_finished(self, outcomes: Sequence[TaskOutcome]) -> bool:
+        """Stage the records of tasks that finished while siblings still run (with what
+        else was staged, e.g. the input checkpoint they run after); `True` if there is
+        something to commit now. Nothing is saved once the finished tasks conflict (the
+        step could never merge)."""
+        if self.checkpointer is None or self.current is None:
+            return False
+        fresh = {
+            o.task.id: TaskRecord(status="done", writes=o.writes, routes=o.routes)
+            for o in outcomes
+            if o.status == "done" and o.task.id not in self.saved
+        }
+        if not fresh:
+            return False
+        done = {t: r for t, r in self.records.items() if r.status == "done"}
+        if finished_conflict(self.tasks, {**done, **fresh}, self.graph.reducers) is not None:
+            return False
+        for tid, record in fresh.items():
+            self.staging.record(self.current.id, tid, record)
+        self.saved.update(fresh)
+        return True
+
     def absorb(self, outcomes: Sequence[TaskOutcome]) -> Pause | Failure | None:
         """Take the outcomes of the tasks that ran; merge the step if it is complete."""
         failure: BaseException | None = None
@@ -224,7 +250,8 @@ class StepLoop:
         # The step stays open: keep what finished or paused so it is not run again.
         if self.checkpointer is not None and self.current is not None:
             for tid, rec in fresh:
-                self.staging.record(self.current.id, tid, rec)
+                if tid not in self.saved:
+                    self.staging.record(self.current.id, tid, rec)
         if failure is not None:
             return Failure(failure)
         return Pause(self.pending_interrupts())
@@ -232,14 +259,16 @@ class StepLoop:
     def _check_finished_writes(self) -> None:
         """A paused step whose finished tasks already wrote one key without a reducer
         twice can never merge: fail now, as the merge would, instead of pausing and showing
-        a state that will never exist. Nothing of the step is saved."""
+        a state that will never exist. The pause is not saved (records `save_finished`
+        committed before the second writer finished stay, as LangGraph keeps the writes
+        of each task that finished)."""
         conflict = finished_conflict(self.tasks, self.records, self.graph.reducers)
         if conflict is not None:
             waiting = [i.id for i in self.pending_interrupts()]
             raise InvalidUpdateError(
                 conflict_message(*conflict)
                 + f" The step paused (waiting on {waiting}) but could never complete, so "
-                "it fails now, before anyone answers; nothing of it was saved."
+                "it fails now, before anyone answers; its pause was not saved."
             )
 
     def _merge(self) -> None:
@@ -302,6 +331,7 @@ class StepLoop:
         self.current = new
         self.tasks = new.tasks
         self.records = {}
+        self.saved = set()
         self.breakpoint_passed = False
 
     def _metadata(self, *, after: Sequence[str]) -> dict[str, Any]:

@@ -62,8 +62,16 @@ def cleaned(call: Callable[[], _T]) -> Callable[[], _T]:
     return run
 
 
-def run_concurrently(calls: Sequence[Callable[[], _T]]) -> list[_T]:
-    """Run task calls on worker threads (each with a copy of the caller's context)."""
+def run_concurrently(
+    calls: Sequence[Callable[[], _T]],
+    on_progress: Callable[[list[_T]], None] | None = None,
+) -> list[_T]:
+    """Run task calls on worker threads (each with a copy of the caller's context); the
+    results in call order.
+
+    `on_progress(results)` is called on the calling thread with the results that came in
+    while other calls still run (each result once); the results still running go on
+    meanwhile. If it raises, the error is raised once every call has finished."""
     if len(calls) == 1:
         return [calls[0]()]
     calls = [cleaned(c) for c in calls]
@@ -72,10 +80,31 @@ def run_concurrently(calls: Sequence[Callable[[], _T]]) -> list[_T]:
         # can never wait on itself.
         with concurrent.futures.ThreadPoolExecutor(max_workers=len(calls)) as private:
             futures = [private.submit(contextvars.copy_context().run, c) for c in calls]
-            return [f.result() for f in futures]
+            return _collect(futures, on_progress)
     pool = _shared_pool()
     futures = [pool.submit(contextvars.copy_context().run, c) for c in calls]
-    return [f.result() for f in futures]
+    return _collect(futures, on_progress)
+
+
+def _collect(
+    futures: list[concurrent.futures.Future[_T]],
+    on_progress: Callable[[list[_T]], None] | None,
+) -> list[_T]:
+    error: BaseException | None = None
+    pending = set(futures)
+    while pending and on_progress is not None and error is None:
+        done, pending = concurrent.futures.wait(
+            pending, return_when=concurrent.futures.FIRST_COMPLETED
+        )
+        if pending:
+            try:
+                on_progress([f.result() for f in futures if f in done])
+            except BaseException as exc:  # re-raised once every call has finished
+                error = exc
+    results = [f.result() for f in futures]
+    if error is not None:
+        raise error
+    return results
 
 
 def run_coroutine_blocking(coro: Awaitable[Any]) -> Any:

@@ -63,7 +63,7 @@ def _execute(claim: Claim, using: str) -> str:
         seq_base=last_stored_seq(run_id, using) if claim.attempts > 1 else 0,
     )
     checkpointer = PostgresCheckpointer(using).fenced(
-        claim.run_id, claim.token, on_write=recorder.store
+        claim.run_id, claim.token, on_write=recorder.store, head=claim.head
     )
     config: dict[str, Any] = {"configurable": {"thread_id": claim.thread_id}, "run_id": run_id}
     # The claim marked the thread running (in its own statement).

@@ -3,7 +3,16 @@
 Every state change is one SQL statement conditional on what the caller believes (the run's
 id, status and fencing token), so a worker that lost its lease can neither heartbeat nor
 finish the run: its statements match no row. Claiming is a single
-`UPDATE ... WHERE id = (SELECT ... FOR UPDATE SKIP LOCKED)`, atomic even under autocommit.
+`UPDATE ... WHERE id = (SELECT ... FOR UPDATE SKIP LOCKED)`; the same transaction then
+reads the head of the run's thread (`Claim.head`), so the run's first step needs no read
+of its own: a run on a worker commits once per step, reads included.
+
+Why the head cannot be stale: it is read after the claim's `UPDATE` took the run (and its
+thread row), in a new snapshot. Every earlier writer to the thread has stopped for good by
+then: a run only becomes claimable once no run of its thread is running, and a previous
+owner of this run lost it when the sweeper re-queued it (that `UPDATE` waited for the
+owner's in-flight fenced write, and every later write of the owner is refused by its
+fence). From the claim on, only this run's fenced writes can add a checkpoint.
 """
 
 from __future__ import annotations
@@ -15,8 +24,9 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from django.db import connections, transaction
+from django.db import DatabaseError, connections, transaction
 
+from beamweaver_core.checkpoint.postgres import HeadRead, PostgresCheckpointer
 from beamweaver_core.models import Run
 from beamweaver_core.observability import instruments
 from beamweaver_core.runtime.wakeup import notify_run_queued
@@ -42,6 +52,8 @@ class Claim:
     """What the run keeps of the request that queued it (`observability.runs`)."""
     options: Any = None
     """How to run beyond the input (`runtime.options`; a JSON object, or `None`)."""
+    head: HeadRead | None = None
+    """The thread's head, read in the claim's transaction (`None`: not read)."""
 
 
 # One statement (atomic by itself, no BEGIN/COMMIT round trips): claim the run and mark
@@ -90,11 +102,13 @@ def claim_run(
 
 
 def _claim(sql: str, params: list[Any], using: str) -> Claim | None:
-    with connections[using].cursor() as cursor:
-        cursor.execute(sql, params)
-        row = cursor.fetchone()
-    if row is None:
-        return None
+    with transaction.atomic(using=using):
+        with connections[using].cursor() as cursor:
+            cursor.execute(sql, params)
+            row = cursor.fetchone()
+        if row is None:
+            return None
+        head = _read_head(row[1], using)
     payload, context, kept, options = (
         json.loads(value) if isinstance(value, str) else value
         for value in (row[4], row[8], row[9], row[10])
@@ -111,7 +125,21 @@ def _claim(sql: str, params: list[Any], using: str) -> Claim | None:
         context=context,
         trace_context=kept,
         options=options,
+        head=head,
     )
+
+
+def _read_head(thread_id: str, using: str) -> HeadRead | None:
+    """The head of the claimed run's thread, in the claim's transaction. A head that cannot
+    be decoded is left for the run to read (and fail on, recording why) rather than
+    rolling the claim back and leaving the run queued for every worker to trip over."""
+    try:
+        return HeadRead(thread_id, PostgresCheckpointer(using).load(thread_id))
+    except DatabaseError:
+        raise
+    except Exception:
+        logger.exception("Could not read the head of thread %r with its claim", thread_id)
+        return None
 
 
 def extend_lease(claim: Claim, lease_seconds: float, using: str = "default") -> bool:

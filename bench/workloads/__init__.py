@@ -9,6 +9,7 @@ from bench.engines.base import Engine
 
 WORKLOADS = (
     "linear",
+    "linear_worker",
     "fanout",
     "hitl",
     "growth",

@@ -2,6 +2,10 @@
 
 Each worker appends its index to `items` (`operator.add`); `join` runs once, after all W
 (a barrier), and writes how many arrived. Same shape as the peer's `fanout.py`.
+
+`stagger_ms` (default 0) makes worker i sleep i x stagger_ms first, so the workers finish
+one after another, as model or tool calls of different lengths do: each engine then saves
+the writes of the workers that finished while the others still run.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from bench.engines.base import Engine
 from bench.stats import summarize_ms
 from bench.workloads.phases import measure
 
-DEFAULTS = {"width": 8, "threads": 200, "warmup": 10, "backend": "memory"}
+DEFAULTS = {"width": 8, "threads": 200, "warmup": 10, "backend": "memory", "stagger_ms": 0}
 
 
 class FanoutState(TypedDict):
@@ -23,8 +27,10 @@ class FanoutState(TypedDict):
     joined: int
 
 
-def _worker(i: int) -> Any:
+def _worker(i: int, stagger_s: float) -> Any:
     def worker(state: FanoutState) -> dict[str, Any]:
+        if stagger_s:
+            time.sleep(i * stagger_s)
         return {"items": [i]}
 
     worker.__name__ = f"w_{i}"
@@ -35,11 +41,11 @@ def _join(state: FanoutState) -> dict[str, Any]:
     return {"joined": len(state["items"])}
 
 
-def build(engine: Engine, width: int, checkpointer: Any) -> Any:
+def build(engine: Engine, width: int, checkpointer: Any, stagger_s: float = 0.0) -> Any:
     builder = engine.builder(FanoutState)
     names = [f"w_{i}" for i in range(width)]
     for i, name in enumerate(names):
-        builder.add_node(name, _worker(i))
+        builder.add_node(name, _worker(i, stagger_s))
         builder.add_edge(engine.START, name)
     builder.add_node("join", _join)
     builder.add_edge(names, "join")
@@ -71,7 +77,11 @@ def run(engine: Engine, params: dict[str, Any]) -> dict[str, Any]:
 
     try:
         m = measure(
-            store, lambda cp: build(engine, width, cp), warm, timed, int(p.get("profile", 0))
+            store,
+            lambda cp: build(engine, width, cp, float(p["stagger_ms"]) / 1000),
+            warm,
+            timed,
+            int(p.get("profile", 0)),
         )
     finally:
         store.teardown()

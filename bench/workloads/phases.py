@@ -50,11 +50,17 @@ def measure(
     warm: Callable[[Any], None],
     timed: Callable[[Any], None],
     profile_top: int = 0,
+    prepare: Callable[[], None] | None = None,
 ) -> Measured:
-    """Warm up on one checkpointer, forget it, then time `timed(graph)` on a fresh one."""
+    """Warm up on one checkpointer, forget it, then time `timed(graph)` on a fresh one.
+
+    `prepare` runs after the warm-up is forgotten and before the counters are read (work
+    the timed part needs but must not count, e.g. queueing the runs a worker then runs)."""
     warm(build(store.open()))
     store.close()
     store.forget()
+    if prepare is not None:
+        prepare()
     before = store.counters()
     graph = build(store.open())
     profile = None

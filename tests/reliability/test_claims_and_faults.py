@@ -81,11 +81,6 @@ class CommitThenFail(PostgresCheckpointer):
     fail_on: set[int] = set()
     writes = 0
 
-    def fenced(self, run_id: Any, token: int, *, on_write: Any = None) -> CommitThenFail:
-        return CommitThenFail(
-            using=self.using, fence=(run_id, token), on_write=on_write or self.on_write
-        )
-
     def _write(self, *args: Any, **kwargs: Any) -> None:
         super()._write(*args, **kwargs)
         CommitThenFail.writes += 1

@@ -142,3 +142,49 @@ def test_a_zombie_worker_paused_past_its_lease_cannot_write(
     assert final_log("zombie") == [0, 1, 2, 3, 4, 5]
     assert forks("zombie") == []
     assert run_status(run.id) == "succeeded"
+
+
+def finished_records(thread: str) -> int:
+    """Finished tasks' writes committed for the thread's open step."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM bw_checkpoint_write WHERE thread_id = %s AND ns = '' "
+            "AND record LIKE %s",
+            [thread, '%"s":"done"%'],
+        )
+        return int(cursor.fetchone()[0])
+
+
+def test_a_worker_killed_mid_step_does_not_run_the_finished_siblings_again(
+    tmp_path: Path, workers: list[subprocess.Popen[str]]
+) -> None:
+    """Two of a step's three tasks finish, the worker is killed while the third runs: the
+    next worker runs only the third (each execution leaves a line in the ledger file)."""
+    ledger = tmp_path / "ledger"
+    release = tmp_path / "release"
+    env = child_env(
+        **FAST, BEAMWEAVER_TEST_LEDGER=str(ledger), BEAMWEAVER_TEST_RELEASE=str(release)
+    )
+    run = service.start_run("siblings", {"done": []}, thread_id="siblings")
+    workers.append(start_worker(env, "--threads", "1"))
+    wait_for(
+        lambda: {"fast_a", "fast_b", "slow"} <= set(ledger_lines(ledger)),
+        30,
+        "the first worker to start the step's three tasks",
+    )
+    # The finished siblings' writes are committed as they finish (give them 5 s).
+    deadline = time.monotonic() + 5
+    while finished_records("siblings") < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    os.kill(workers[0].pid, signal.SIGKILL)
+    release.touch()
+    workers.append(start_worker(env, "--threads", "1"))
+    wait_for(lambda: run_status(run.id) == "succeeded", 45, "the second worker to finish the run")
+
+    counts = Counter(ledger_lines(ledger))
+    assert counts["fast_a"] == counts["fast_b"] == 1, counts  # finished: never run again
+    assert counts["slow"] == 2 and counts["join"] == 1, counts  # the one in flight ran twice
+    graph = registry.compiled_graph("siblings", PostgresCheckpointer())
+    state = graph.get_state({"configurable": {"thread_id": "siblings"}}).values
+    assert state["joined"] == ["fast_a", "fast_b", "slow"]
+    assert forks("siblings") == []

@@ -17,6 +17,7 @@ TEST_GRAPHS = {
     "explode": "tests.support.graphs:explode",
     "pair": "tests.support.graphs:pair",
     "contextual": "tests.support.graphs:contextual",
+    "siblings": "tests.support.graphs:siblings",
 }
 
 
@@ -113,3 +114,41 @@ contextual = (
     .compile()
 )
 """Shows the run's `runtime.context`: in its question, and in the state of each node."""
+
+
+def _sibling(name: str) -> Any:
+    def node(state: dict[str, Any]) -> dict[str, Any]:
+        ledger(name)
+        return {"done": [name]}
+
+    return node
+
+
+def _slow_sibling(state: dict[str, Any]) -> dict[str, Any]:
+    """Runs until $BEAMWEAVER_TEST_RELEASE exists (at most a minute): the step stays open."""
+    ledger("slow")
+    release = os.environ.get("BEAMWEAVER_TEST_RELEASE")
+    deadline = time.monotonic() + 60
+    while release and not Path(release).exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return {"done": ["slow"]}
+
+
+def _join(state: dict[str, Any]) -> dict[str, Any]:
+    ledger("join")
+    return {"joined": sorted(state["done"])}
+
+
+def _build_siblings() -> Any:
+    builder = Graph(name="siblings").add_reducer("done", operator.add)
+    names = ["fast_a", "fast_b", "slow"]
+    for name in names:
+        builder.add_node(name, _slow_sibling if name == "slow" else _sibling(name))
+        builder.add_edge(START, name)
+    builder.add_node("join", _join)
+    builder.add_edge(names, "join")
+    return builder.compile()
+
+
+siblings = _build_siblings()
+"""Three parallel tasks, two fast and one that waits to be released, then a join."""

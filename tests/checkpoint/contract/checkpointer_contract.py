@@ -21,6 +21,7 @@ from beamweaver_core.checkpoint.types import Checkpoint, NewCheckpoint, TaskReco
 from beamweaver_core.exceptions import ThreadBusyError
 from beamweaver_core.graph import END, START, Command, Graph, Interrupt, Send, interrupt
 from beamweaver_core.messages import Message, ToolCall
+from tests.checkpoint.contract.finished_tasks import FinishedTasksContract
 
 
 def make_checkpoint(
@@ -55,8 +56,8 @@ def cfg(thread_id: str, **extra: Any) -> dict[str, Any]:
     return {"configurable": {"thread_id": thread_id, **extra}}
 
 
-class CheckpointerContract:
-    """Behaviour every `Checkpointer` must have."""
+class CheckpointerContract(FinishedTasksContract):
+    """Behaviour every `Checkpointer` must have (with `FinishedTasksContract`)."""
 
     @pytest.fixture
     def checkpointer(self) -> Checkpointer:  # pragma: no cover - provided by subclasses

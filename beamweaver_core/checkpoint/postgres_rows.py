@@ -1,0 +1,119 @@
+"""Rows as `PostgresCheckpointer` reads them: parsed, their blobs grouped, decoded, and
+what a load leaves known (`known_values`)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from beamweaver_core.checkpoint.encoding import (
+    EncodedCheckpoint,
+    chains_of,
+    decode_checkpoint,
+    decode_record,
+)
+from beamweaver_core.checkpoint.known_values import KnownHead
+from beamweaver_core.checkpoint.types import Checkpoint, TaskRecord
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """A checkpoint row as read, with its records decoded."""
+
+    encoded: EncodedCheckpoint
+    records: dict[str, TaskRecord]
+
+
+def parse_row(values: Sequence[Any], thread_id: str, ns: str) -> Row:
+    cid, seq, step, parent_id, source, created_at, document, metadata, task_ids, texts = values
+    # In field order: thread, ns, id, seq, step, parent, source, created, document, metadata.
+    encoded = EncodedCheckpoint(
+        thread_id, ns, cid, seq, step, parent_id, source, created_at, document, metadata, ()
+    )
+    records = {
+        tid: decode_record(text) for tid, text in zip(task_ids or (), texts or (), strict=True)
+    }
+    return Row(encoded, records)
+
+
+def decode_rows(
+    rows: Sequence[Row],
+    blobs: Mapping[str, Mapping[int, str]],
+    known: Mapping[str, tuple[int, Any]] | None = None,
+) -> list[Checkpoint]:
+    def fetch(channel: str, low: int, high: int) -> Mapping[int, str]:
+        found = blobs.get(channel, {})
+        return {v: text for v, text in found.items() if low <= v <= high}
+
+    return [decode_checkpoint(row.encoded, fetch, row.records, known) for row in rows]
+
+
+def decode_fetched(
+    fetched: Sequence[Any], thread_id: str, ns: str, known: KnownHead | None
+) -> tuple[Checkpoint, KnownHead]:
+    """The checkpoint of a row of `LOAD_LATEST` / `LOAD_BY_ID` / `LOAD_LATEST_KNOWN` (its
+    values continuing `known` where the row says the anchor still exists), and what it
+    leaves known. The checkpoint's values are the remembered objects themselves: hand
+    out copies (`known_values.handout`)."""
+    row = parse_row(fetched[:10], thread_id, ns)
+    blobs = group_blobs(zip(fetched[10] or (), fetched[11] or (), fetched[12] or (), strict=True))
+    checkpoint = decode_rows([row], blobs, known.as_known() if known is not None else None)[0]
+    return checkpoint, known_head(checkpoint, row.encoded.document, blobs, known)
+
+
+def known_head(
+    checkpoint: Checkpoint,
+    document: str,
+    blobs: Mapping[str, Mapping[int, str]],
+    base: KnownHead | None,
+) -> KnownHead:
+    """What a load leaves known: every blob-stored channel of `checkpoint`, sized by the
+    text it was rebuilt from (plus the remembered part it continued)."""
+    stored = json.loads(document).get("versions", {})
+    sizes = {
+        k: sum(len(t) for t in blobs.get(k, {}).values())
+        + (base.sizes.get(k, 0) if base is not None else 0)
+        for k in stored
+    }
+    return KnownHead(
+        anchor=checkpoint.id,
+        versions={k: int(v) for k, v in stored.items()},
+        values={k: checkpoint.values[k] for k in stored},
+        sizes=sizes,
+    )
+
+
+def group_blobs(fetched: Iterable[tuple[str, int, str]]) -> dict[str, dict[int, str]]:
+    blobs: dict[str, dict[int, str]] = {}
+    for channel, version, text in fetched:
+        blobs.setdefault(channel, {})[version] = text
+    return blobs
+
+
+def version_ranges(rows: Sequence[Row]) -> dict[str, tuple[int, int]]:
+    """Per channel, the version range that covers the blobs every row needs."""
+    ranges: dict[str, tuple[int, int]] = {}
+    for row in rows:
+        document = json.loads(row.encoded.document)
+        chains = chains_of(document)
+        for channel, version in document.get("versions", {}).items():
+            high = int(version)
+            low = chains[channel][0] if channel in chains else high
+            known = ranges.get(channel)
+            if known is not None:
+                low, high = min(known[0], low), max(known[1], high)
+            ranges[channel] = (low, high)
+    return ranges
+
+
+__all__ = [
+    "Row",
+    "decode_fetched",
+    "decode_rows",
+    "group_blobs",
+    "known_head",
+    "parse_row",
+    "version_ranges",
+]
