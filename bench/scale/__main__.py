@@ -4,6 +4,7 @@
     python -m bench.scale status           # the fixture's marker (JSON)
     python -m bench.scale drop
     python -m bench.scale plans [--json]   # EXPLAIN every inbox and runtime query there
+    python -m bench.scale side ACTION JSON # one side of a measurement (bench.scale.side)
 
 `rows` is the build's inner step (run by `build` in a process configured on the
 fixture database). The measurements themselves run in `python -m bench --only scale`.
@@ -34,6 +35,9 @@ def _parser() -> argparse.ArgumentParser:
             command.add_argument("--rebuild", action="store_true")
     commands.add_parser("status")
     commands.add_parser("drop")
+    side = commands.add_parser("side")
+    side.add_argument("action")
+    side.add_argument("params", nargs="?", default="{}")
     plans = commands.add_parser("plans")
     plans.add_argument("--json", action="store_true")
     return parser
@@ -55,6 +59,10 @@ def main(argv: list[str] | None = None) -> int:
         logging.getLogger("bench.scale").setLevel(logging.INFO)
         logging.getLogger("bench.scale").addHandler(logging.StreamHandler(sys.stderr))
         print(json.dumps(fixture.write_rows(args.threads, args.pending)))
+    elif args.command == "side":
+        from bench.scale import side as measured_side
+
+        return measured_side.main(args.action, args.params)
     elif args.command == "plans":
         from bench.scale import plans as query_plans
 

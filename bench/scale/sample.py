@@ -74,7 +74,13 @@ def approve(item: Any, decider: Any) -> None:
 
 
 def real_thread(
-    graph: str, customer: str, order: str, *, decided: bool, who: People | None = None
+    graph: str,
+    customer: str,
+    order: str,
+    *,
+    decided: bool,
+    who: People | None = None,
+    thread_id: str | None = None,
 ) -> str:
     """A thread of `graph` on `{"customer", "order"}`, paused on its review (or, with
     `decided`, approved and run to its end) through the runtime; its id."""
@@ -82,7 +88,9 @@ def real_thread(
     from reviews.models import ReviewItem
 
     who = who or people()
-    run = service.start_run(graph, {"customer": customer, "order": order}, user=who.requester)
+    run = service.start_run(
+        graph, {"customer": customer, "order": order}, user=who.requester, thread_id=thread_id
+    )
     _execute_queued(run.thread_id)
     item = ReviewItem.objects.get(thread_id=run.thread_id)
     if item.status != ReviewItem.Status.PENDING:
