@@ -291,7 +291,9 @@ def run(params: dict[str, Any]) -> dict[str, Any]:
         if p["prune"]:
             for side in SIDES:
                 logger.info("scale: prune_checkpoints on the %s database", side)
-                sides[side]["prune"] = prune.measure(urls[side], fixture.env(urls[side]), "--keep", "5")
+                sides[side]["prune"] = prune.measure(
+                    urls[side], fixture.env(urls[side]), "--keep", "5"
+                )
         result.update(sides)
         result["ratios"] = _ratios(result)
     finally:

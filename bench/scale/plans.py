@@ -200,8 +200,8 @@ def _decide(user: Any, item: Any) -> Callable[[], None]:
 def _engine_resume(thread_id: str) -> Callable[[], None]:
     def go() -> None:
         from beamweaver_core.checkpoint.postgres import PostgresCheckpointer
-        from beamweaver_core.runtime import registry
         from beamweaver_core.models import Thread
+        from beamweaver_core.runtime import registry
 
         graph = Thread.objects.get(pk=thread_id).graph
         compiled = registry.compiled_graph(graph, PostgresCheckpointer())

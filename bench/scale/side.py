@@ -93,7 +93,11 @@ def resume(p: dict[str, Any]) -> dict[str, Any]:
         t1 = time.perf_counter()
         done = graph.resume({"decisions": [{"type": "approve"}]}, config)
         t2 = time.perf_counter()
-        if not paused.interrupts or getattr(done, "interrupts", ()) or done.state.get("executed") != 1:
+        if (
+            not paused.interrupts
+            or getattr(done, "interrupts", ())
+            or done.state.get("executed") != 1
+        ):
             raise RuntimeError(f"round trip {i} did not pause and finish as expected")
         if i >= int(p.get("warmup", 5)):
             to_pause.append(t1 - t0)
