@@ -1,7 +1,9 @@
 """Django admin for threads, runs, checkpoints and pending writes.
 
 Storage rows are read-only (the engine owns them) and shown as pretty-printed JSON with
-secrets redacted. Runs can be cancelled, and failed runs re-queued, from the list.
+secrets redacted. Runs can be cancelled (with `beamweaver_core.cancel_run`), and failed
+runs re-queued (with `change_run`), from the list: every action names the permission it
+needs, so a staff user who may only view runs runs neither.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib import admin, messages
+from django.contrib.auth import get_permission_codename
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
@@ -28,7 +31,6 @@ from beamweaver_core.models import (
 )
 from beamweaver_core.redaction import redact
 from beamweaver_core.runtime import service
-from beamweaver_core.runtime.heartbeats import alive_after
 
 
 def pretty_json(value: Any) -> str:
@@ -136,14 +138,21 @@ class RunAdmin(ReadOnlyAdmin):
         return format_html("<pre>{}</pre>", redact(obj.error)) if obj.error else "-"
 
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        # Needed for the actions; every field stays read-only.
+        # What re-queueing needs; every field stays read-only.
         return bool(request.user.is_staff and request.user.has_perm("beamweaver_core.change_run"))
 
-    @admin.action(description="Cancel selected runs")
+    def has_cancel_permission(self, request: HttpRequest) -> bool:
+        """Cancelling needs `beamweaver_core.cancel_run` (not `change_run`): it ends the
+        run and its pending reviews, which its deciders had not chosen."""
+        opts = self.opts
+        codename = get_permission_codename("cancel", opts)
+        return bool(request.user.is_staff and request.user.has_perm(f"{opts.app_label}.{codename}"))
+
+    @admin.action(description="Cancel selected runs", permissions=["cancel"])
     def cancel_runs(self, request: HttpRequest, queryset: QuerySet[Run]) -> None:
         self._apply(request, queryset, service.cancel_run, "cancelled", user=request.user)
 
-    @admin.action(description="Re-queue selected failed runs")
+    @admin.action(description="Re-queue selected failed runs", permissions=["change"])
     def requeue_runs(self, request: HttpRequest, queryset: QuerySet[Run]) -> None:
         self._apply(request, queryset, service.requeue_run, "re-queued")
 
@@ -251,4 +260,4 @@ class WorkerHeartbeatAdmin(ReadOnlyAdmin):
     def alive(self, obj: WorkerHeartbeat) -> bool:
         interval = float(settings.BEAMWEAVER.get("HEARTBEAT_SECONDS", 5))
         seen = (timezone.now() - obj.last_seen_at).total_seconds()
-        return obj.stopped_at is None and seen <= alive_after(interval)
+        return obj.stopped_at is None and seen <= WorkerHeartbeat.alive_after(interval)

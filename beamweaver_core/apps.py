@@ -19,7 +19,7 @@ class BeamWeaverCoreConfig(AppConfig):
             ratelimit,  # noqa: F401  (counts failed logins)
         )
         from beamweaver_core.embed import checks as embed_checks  # noqa: F401
-        from beamweaver_core.graph.tasks import register_thread_cleanup
+        from beamweaver_core.graph.threads import register_thread_cleanup
         from beamweaver_core.observability import checks as observability_checks  # noqa: F401
         from beamweaver_core.observability import tracing
 

@@ -8,6 +8,7 @@ from typing import Any
 from django.conf import settings
 from django.core import checks
 
+from beamweaver_core.accounts import mail_is_delivered
 from beamweaver_core.runtime.mcp_servers import config_problems
 
 
@@ -41,6 +42,26 @@ def check_channel_layer(app_configs: Any, **kwargs: Any) -> list[checks.CheckMes
             )
         ]
     return []
+
+
+@checks.register(checks.Tags.security, deploy=True)
+def check_email_backend(app_configs: Any, **kwargs: Any) -> list[checks.CheckMessage]:
+    """Mail that is printed (or written, or dropped) instead of delivered: notifications
+    never arrive, and password reset is off (its links would be printed to the log)."""
+    if mail_is_delivered():
+        return []
+    return [
+        checks.Warning(
+            f"EMAIL_BACKEND is {settings.EMAIL_BACKEND}: mail is not delivered, so review "
+            "notifications never arrive and the password-reset pages answer 404 (a reset "
+            "link printed to the log would let its readers take over the account).",
+            hint=(
+                "Set EMAIL_HOST (with EMAIL_HOST_USER and EMAIL_HOST_PASSWORD) so that mail "
+                "goes out over SMTP; until then set passwords with `manage.py changepassword`."
+            ),
+            id="beamweaver.W040",
+        )
+    ]
 
 
 @checks.register(checks.Tags.database, deploy=True)

@@ -1,10 +1,15 @@
-"""The server-error handler: a database that cannot be reached answers 503, not 500.
+"""The error handlers: a database that cannot be reached answers 503, not 500; a URL
+under the API that matches nothing answers the API's error JSON, not an HTML page.
 
 With Postgres restarting, its connections exhausted, or the pool timing out
 (`BEAMWEAVER_DB_POOL_TIMEOUT`), a request fails with `OperationalError` or
 `InterfaceError`. That is not a bug in the request and it is worth retrying, so the
 answer is `503 Service Unavailable` with `Retry-After`, rendered without touching the
 database (no template, no session, no user). Everything else is Django's ordinary 500.
+
+An API client reads JSON (`{"status", "code", "message"}`), so a path under the review
+API (wherever it is mounted) that resolves to nothing (a typo, a thread id the route cannot hold) gets a JSON
+404; `wants_json` says which requests those are (`nul_guard` answers them in JSON too).
 """
 
 from __future__ import annotations
@@ -12,7 +17,8 @@ from __future__ import annotations
 import sys
 
 from django.db.utils import InterfaceError, OperationalError
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.urls import NoReverseMatch, reverse
 from django.views import defaults
 
 RETRY_AFTER_SECONDS = 5
@@ -21,6 +27,33 @@ UNAVAILABLE = (
     "The service cannot reach its database right now. Nothing was changed by this "
     "request unless its page says so; try again in a few seconds."
 )
+
+
+def api_roots() -> tuple[str, ...]:
+    """Where the review API is mounted: `/api/v1/` here, `/review/api/v1/` in a host that
+    includes `beamweaver_core.embed.urls` under `review/`."""
+    try:
+        items = reverse("reviews:api:items")
+    except NoReverseMatch:
+        return ()
+    return (items.removesuffix("items/"),)
+
+
+def wants_json(request: HttpRequest) -> bool:
+    """Whether to answer `request` with the API's error JSON: a path under the API, or a
+    client that asks for JSON and not HTML."""
+    if request.path.startswith(api_roots()):
+        return True
+    accept = request.headers.get("Accept", "")
+    return "application/json" in accept and "text/html" not in accept
+
+
+def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """`handler404`: the API's error JSON for `wants_json` requests, else Django's page."""
+    if wants_json(request):
+        body = {"status": 404, "code": "not_found", "message": "No such API endpoint or object."}
+        return JsonResponse(body, status=404)
+    return defaults.page_not_found(request, exception)
 
 
 def database_unavailable() -> bool:
@@ -43,4 +76,11 @@ def server_error(request: HttpRequest, template_name: str = "500.html") -> HttpR
     return defaults.server_error(request, template_name)
 
 
-__all__ = ["RETRY_AFTER_SECONDS", "database_unavailable", "server_error"]
+__all__ = [
+    "RETRY_AFTER_SECONDS",
+    "api_roots",
+    "database_unavailable",
+    "not_found",
+    "server_error",
+    "wants_json",
+]

@@ -243,6 +243,9 @@ class Run(models.Model):
         ]
         indexes = [models.Index(fields=["status", "created_at"], name="bw_run_claim_idx")]
         ordering = ["-created_at"]
+        # Operators' right to cancel any run (the admin's action; see reviews.cancelling
+        # for who else may cancel one in the inbox and the API).
+        permissions = [("cancel_run", "Can cancel any run (its pending reviews with it)")]
 
     def __str__(self) -> str:
         return f"{self.kind} {self.graph} on {self.thread_id} ({self.status})"
@@ -373,3 +376,9 @@ class WorkerHeartbeat(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @staticmethod
+    def alive_after(heartbeat_seconds: float) -> float:
+        """Seconds without a beat after which a worker counts as gone (three beats
+        missed)."""
+        return max(3 * heartbeat_seconds, 15.0)

@@ -1,15 +1,22 @@
-"""Rate limits on decisions and logins, counted in Django's cache.
+"""Rate limits on decisions, logins and password resets, counted in Django's cache.
 
-`RateLimitMiddleware` guards two views without changing them:
+`RateLimitMiddleware` guards these views without changing them:
 
 - `reviews:decide`: each reviewer may POST `RATE_DECISIONS` decisions per window (default
   20 per 10 seconds); beyond that, 429 with `Retry-After`. Other reviewers are unaffected.
-  The JSON API's decisions (`reviews:api:decisions`) get the same limit per API token.
-- `login`: a username that failed to log in `LOGIN_LOCKOUT` times from one address (default
-  5 within 15 minutes) is locked out from that address until the window ends (429 with
-  `Retry-After`, even with the right password); a successful login clears the count.
-  Every address may also POST the login form `RATE_LOGINS` times per window (default 30 per
-  minute), whatever the usernames.
+  The JSON API's decisions get the same limit per API token, keyed by the token's id once
+  it is authenticated (`reviews.api.views.decisions_view` calls `hit` itself), so however
+  the `Authorization` header is spelled one token has one count.
+- every login view (Django's `LoginView` and its subclasses, and every admin site's
+  login): a username that failed to log in `LOGIN_LOCKOUT` times from one address (default
+  5 within 15 minutes) is locked out from that address on every login view until the
+  window ends (429 with `Retry-After`, even with the right password); a successful login
+  clears the count. Every address may also POST login forms `RATE_LOGINS` times per window
+  (default 30 per minute), whatever the usernames. The username is keyed by `account_key`,
+  as Django's login form and user model see it, for the check and the count alike.
+- password-reset requests (`PasswordResetView`): `RATE_RESETS` per address (default 10 per
+  hour) and `RATE_RESET_MAILS` per e-mail address (default 3 per hour, from any address),
+  so nobody can flood a mailbox with reset mail.
 
 Counters are fixed windows in the default cache: Redis when `REDIS_URL` is set (shared by
 every web process), the local-memory cache otherwise. A cache that fails (Redis down or
@@ -24,19 +31,28 @@ import hashlib
 import logging
 import math
 import time
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
+from django.contrib.admin.sites import AdminSite
 from django.contrib.auth.signals import user_logged_in, user_login_failed
+from django.contrib.auth.views import LoginView, PasswordResetView
 from django.core.cache import cache
 from django.dispatch import receiver
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
 logger = logging.getLogger(__name__)
 
-DEFAULTS = {"RATE_DECISIONS": "20/10", "RATE_LOGINS": "30/60", "LOGIN_LOCKOUT": "5/900"}
+DEFAULTS = {
+    "RATE_DECISIONS": "20/10",
+    "RATE_LOGINS": "30/60",
+    "LOGIN_LOCKOUT": "5/900",
+    "RATE_RESETS": "10/3600",
+    "RATE_RESET_MAILS": "3/3600",
+}
 _PREFIX = "bw:rl"
 
 
@@ -92,8 +108,16 @@ def hit(scope: str, ident: str, limit: Limit) -> int | None:
     return left if count > limit.count else None
 
 
+def account_key(text: str) -> str:
+    """A username or e-mail address as Django's auth compares it: stripped (the login
+    form's field), NFKC-normalised (`UsernameField`, `AbstractBaseUser.normalize_username`,
+    the reset form's e-mail match) and casefolded (the reset form's match; usernames
+    differing only in case share one count)."""
+    return unicodedata.normalize("NFKC", str(text).strip()).casefold()
+
+
 def _lockout_key(username: str, address: str) -> str:
-    return _key("login-failures", username.casefold(), address)
+    return _key("login-failures", account_key(username), address)
 
 
 def locked_out(username: str, address: str) -> int | None:
@@ -164,8 +188,24 @@ def too_many(message: str, retry_after: int, *, as_json: bool = False) -> HttpRe
     return response
 
 
+def is_login_view(view: Any) -> bool:
+    """Whether `view` checks a username and password: a `LoginView` (or subclass), or the
+    login of an admin site (a bound `AdminSite.login`)."""
+    view_class = getattr(view, "view_class", None)
+    if isinstance(view_class, type) and issubclass(view_class, LoginView):
+        return True
+    return isinstance(getattr(view, "__self__", None), AdminSite) and (
+        getattr(view, "__name__", "") == "login"
+    )
+
+
+def is_reset_view(view: Any) -> bool:
+    view_class = getattr(view, "view_class", None)
+    return isinstance(view_class, type) and issubclass(view_class, PasswordResetView)
+
+
 class RateLimitMiddleware:
-    """Applies the limits above to the decision and login views (by URL name)."""
+    """Applies the limits above to the decision, login and password-reset views."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
@@ -183,18 +223,20 @@ class RateLimitMiddleware:
             wait = hit("decide", str(request.user.pk), configured("RATE_DECISIONS"))
             if wait is not None:
                 return too_many("Too many decisions in a short time.", wait)
-        elif name == "reviews:api:decisions":
-            token = request.headers.get("Authorization", "")[:512]
-            wait = hit("api-decide", token, configured("RATE_DECISIONS"))
-            if wait is not None:
-                return too_many("Too many decisions in a short time.", wait, as_json=True)
-        elif name == "login":
+        elif is_login_view(view):
             address = client_address(request)
             wait = hit("login", address, configured("RATE_LOGINS"))
             if wait is None:
                 wait = locked_out(str(request.POST.get("username", "")), address)
             if wait is not None:
                 return too_many("Too many login attempts.", wait)
+        elif is_reset_view(view):
+            wait = hit("reset", client_address(request), configured("RATE_RESETS"))
+            if wait is None:
+                mailbox = account_key(str(request.POST.get("email", "")))
+                wait = hit("reset-mail", mailbox, configured("RATE_RESET_MAILS"))
+            if wait is not None:
+                return too_many("Too many password-reset requests.", wait)
         return None
 
 
@@ -202,10 +244,13 @@ __all__ = [
     "DEFAULTS",
     "Limit",
     "RateLimitMiddleware",
+    "account_key",
     "clear_failures",
     "client_address",
     "configured",
     "hit",
+    "is_login_view",
+    "is_reset_view",
     "locked_out",
     "record_failure",
     "too_many",

@@ -43,8 +43,6 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from django.views.debug import SafeExceptionReporterFilter
-
 REDACTED = "[redacted]"
 
 SECRET_WORDS = frozenset(
@@ -197,43 +195,8 @@ class RedactingLogFilter(logging.Filter):
         return True
 
 
-class RedactingExceptionReporterFilter(SafeExceptionReporterFilter):
-    """Django error reports: hide secret-named settings *and* secret-shaped values."""
-
-    hidden_settings = re.compile(
-        "API|TOKEN|KEY|SECRET|PASS|SIGNATURE|HTTP_COOKIE|DATABASE_URL|REDIS_URL",
-        flags=re.IGNORECASE,
-    )
-
-    def cleanse_setting(self, key: Any, value: Any) -> Any:
-        cleansed = super().cleanse_setting(key, value)
-        return redact_text(cleansed) if isinstance(cleansed, str) else cleansed
-
-    def get_traceback_frame_variables(self, request: Any, tb_frame: Any) -> Any:
-        return [
-            (name, self.cleansed_substitute if is_secret_key(name) else _redact_value(value))
-            for name, value in super().get_traceback_frame_variables(request, tb_frame)
-        ]
-
-    def get_post_parameters(self, request: Any) -> Any:
-        params = super().get_post_parameters(request)
-        if not params:
-            return params
-        cleaned = params.copy()
-        for key in cleaned:
-            values = cleaned.getlist(key) if hasattr(cleaned, "getlist") else [cleaned[key]]
-            redacted = [
-                self.cleansed_substitute if is_secret_key(key) else redact_text(str(v))
-                for v in values
-            ]
-            if hasattr(cleaned, "setlist"):
-                cleaned.setlist(key, redacted)
-            else:
-                cleaned[key] = redacted[0]
-        return cleaned
-
-
-def _redact_value(value: Any) -> Any:
+def redact_value(value: Any) -> Any:
+    """`redact` for containers and strings; any other value as it is."""
     if isinstance(value, str | Mapping | list | tuple):
         return redact(value)
     return value

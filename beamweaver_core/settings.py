@@ -102,6 +102,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Before anything reads the session or the query string (Postgres refuses NUL).
+    "beamweaver_core.nul_guard.NulGuardMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "csp.middleware.CSPMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -255,7 +257,9 @@ EMAIL_BACKEND = os.environ.get(
 )
 DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "BeamWeaver <beamweaver@localhost>")
 
-DEFAULT_EXCEPTION_REPORTER_FILTER = "beamweaver_core.redaction.RedactingExceptionReporterFilter"
+DEFAULT_EXCEPTION_REPORTER_FILTER = (
+    "beamweaver_core.exception_reports.RedactingExceptionReporterFilter"
+)
 
 # BEAMWEAVER_LOG_FORMAT=json: one JSON object per line, with request, run and thread ids.
 LOGGING = logging_config(
@@ -285,10 +289,13 @@ BEAMWEAVER: dict[str, Any] = {
     # beamweaver_worker` processes run graphs. "auto": inline unless REDIS_URL is set.
     "WORKER_MODE": os.environ.get("BEAMWEAVER_WORKER_MODE", "auto"),
     # "count/seconds" (see beamweaver_core.ratelimit): decisions per reviewer, login POSTs
-    # per address, and failed logins of one username from one address before a lockout.
+    # per address, failed logins of one username from one address before a lockout, and
+    # password-reset requests per address and per e-mail address.
     "RATE_DECISIONS": os.environ.get("BEAMWEAVER_RATE_DECISIONS", "20/10"),
     "RATE_LOGINS": os.environ.get("BEAMWEAVER_RATE_LOGINS", "30/60"),
     "LOGIN_LOCKOUT": os.environ.get("BEAMWEAVER_LOGIN_LOCKOUT", "5/900"),
+    "RATE_RESETS": os.environ.get("BEAMWEAVER_RATE_RESETS", "10/3600"),
+    "RATE_RESET_MAILS": os.environ.get("BEAMWEAVER_RATE_RESET_MAILS", "3/3600"),
     "LEASE_SECONDS": float(os.environ.get("BEAMWEAVER_LEASE_SECONDS", "30")),
     "HEARTBEAT_SECONDS": float(os.environ.get("BEAMWEAVER_HEARTBEAT_SECONDS", "5")),
     "POLL_SECONDS": float(os.environ.get("BEAMWEAVER_POLL_SECONDS", "2")),

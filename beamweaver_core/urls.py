@@ -5,8 +5,9 @@ from django.urls import include, path
 
 urlpatterns = [
     path("admin/", admin.site.urls),
-    path("accounts/", include("django.contrib.auth.urls")),
+    path("accounts/", include("beamweaver_core.accounts")),
     path("", include("beamweaver_core.embed.urls")),
 ]
 
+handler404 = "beamweaver_core.errors.not_found"
 handler500 = "beamweaver_core.errors.server_error"

@@ -3,8 +3,10 @@
 Items, approvals and decisions change only through the runtime and the decision service,
 and the audit log is append-only, so the admin shows them without letting anyone edit
 them; payloads are shown redacted. Review policies are edited here (they override the
-settings' defaults); API tokens are created here (the token is shown once) and revoked;
-notifications waiting in the outbox can be sent again.
+settings' defaults); API tokens are created here (the token is shown once) and revoked,
+each by its owner (a superuser may create one for another reviewer; all audited);
+notifications waiting in the outbox can be sent again. Every action names the permission
+it needs (`permissions=`), so a staff user who may only view a model runs none of them.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from django import forms
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
@@ -30,7 +33,7 @@ from reviews.models import (
     ReviewItem,
     ReviewPolicy,
 )
-from reviews.models.tokens import generate, hash_token
+from reviews.permissions import can_review, reviewers
 
 
 def _pretty(text: str) -> Any:
@@ -172,16 +175,47 @@ class ReviewPolicyAdmin(admin.ModelAdmin):
     )
 
 
+class ApiTokenForm(forms.ModelForm):  # type: ignore[type-arg]
+    """A new token: its owner must hold the reviewer permission (a token acts as them)."""
+
+    owner: Any = None
+
+    class Meta:
+        model = ApiToken
+        fields = ("name", "user", "expires_at")
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        user = cleaned.get("user", self.owner)
+        if user is not None and not can_review(user):
+            raise forms.ValidationError(
+                f"{user.get_username()} does not have the reviewer permission "
+                "(reviews.review); a token acts as its user, so it would be refused."
+            )
+        return cleaned
+
+
 @admin.register(ApiToken)
 class ApiTokenAdmin(admin.ModelAdmin):
+    """Staff create and revoke their own tokens; only a superuser sees everyone's, and may
+    create one for another reviewer (audited, as every token issued or revoked is)."""
+
     list_display = ("name", "user", "key", "created_at", "last_used_at", "expires_at", "revoked_at")
     list_filter = ("revoked_at",)
     search_fields = ("name", username_path("user"), "key")
     actions = ("revoke",)
+    form = ApiTokenForm
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[ApiToken]:
+        tokens = super().get_queryset(request)
+        return tokens if request.user.is_superuser else tokens.filter(user=request.user)
 
     def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
         if obj is None:
-            return ("name", "user", "expires_at")
+            # The user field is offered to superusers only: staff create their own tokens.
+            if request.user.is_superuser:
+                return ("name", "user", "expires_at")
+            return ("name", "expires_at")
         return ("name", "user", "key", "created_at", "last_used_at", "expires_at", "revoked_at")
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
@@ -189,13 +223,25 @@ class ApiTokenAdmin(admin.ModelAdmin):
             return ()
         return ("user", "key", "created_at", "last_used_at", "revoked_at")
 
+    def get_form(
+        self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any
+    ) -> Any:
+        form = super().get_form(request, obj, change, **kwargs)
+        form.owner = request.user
+        return form
+
+    def formfield_for_foreignkey(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
+        if db_field.name == "user":
+            kwargs["queryset"] = reviewers().order_by(username_path())
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
+
     def save_model(self, request: HttpRequest, obj: ApiToken, form: Any, change: bool) -> None:
         if change:
             super().save_model(request, obj, form, change)
             return
-        obj.key, raw = generate()
-        obj.hashed = hash_token(raw)
-        super().save_model(request, obj, form, change)
+        if not request.user.is_superuser:
+            obj.user = request.user
+        raw = ApiToken.objects.save_new(obj, by=request.user, source="admin")
         messages.warning(
             request, f"Copy the token now, it is not shown again: {raw}", extra_tags="token"
         )
@@ -203,14 +249,19 @@ class ApiTokenAdmin(admin.ModelAdmin):
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
-    @admin.action(description="Revoke the selected tokens")
+    @admin.action(description="Revoke the selected tokens", permissions=["change"])
     def revoke(self, request: HttpRequest, queryset: QuerySet[ApiToken]) -> None:
-        count = queryset.filter(revoked_at__isnull=True).update(revoked_at=timezone.now())
+        count = sum(
+            token.revoke(by=request.user, source="admin")
+            for token in queryset.filter(revoked_at__isnull=True).select_related("user")
+        )
         self.message_user(request, f"{count} token(s) revoked.")
 
 
 @admin.register(OutboxMessage)
-class OutboxMessageAdmin(ReadOnlyAdmin):
+class OutboxMessageAdmin(admin.ModelAdmin):
+    """Read-only rows; `send_again` needs the change permission."""
+
     list_display = (
         "id",
         "event",
@@ -225,7 +276,16 @@ class OutboxMessageAdmin(ReadOnlyAdmin):
     search_fields = ("target", "last_error")
     actions = ("send_again",)
 
-    @admin.action(description="Send again now")
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        return [field.name for field in OutboxMessage._meta.fields]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    @admin.action(description="Send again now", permissions=["change"])
     def send_again(self, request: HttpRequest, queryset: QuerySet[OutboxMessage]) -> None:
         count = queryset.exclude(status=OutboxMessage.Status.SENT).update(
             status=OutboxMessage.Status.PENDING, attempts=0, next_attempt_at=timezone.now()

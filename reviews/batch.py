@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from beamweaver_core.agent.review import HITL
+from beamweaver_core.agent import HITL
 from beamweaver_core.exceptions import NotAReviewError
 from reviews.models import Decision, ReviewItem
 from reviews.services import DecisionRequest, decide

@@ -25,7 +25,10 @@ class ThreadIdConverter:
     regex = r"[\s\S]+"
 
     def to_python(self, value: str) -> str:
-        return unquote(value) if "%" in value else value
+        thread_id = unquote(value) if "%" in value else value
+        if "\x00" in thread_id:  # `%2500`: no thread id has a NUL; not a match (404)
+            raise ValueError("A thread id has no NUL character.")
+        return thread_id
 
     def to_url(self, value: str) -> str:
         return thread_segment(value)

@@ -26,7 +26,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from beamweaver_core.agent.review import HITL
+from beamweaver_core.agent import HITL
 from beamweaver_core.exceptions import BeamWeaverError, NotAReviewError
 from beamweaver_core.models import Run
 from beamweaver_core.runtime import service as runtime_service

@@ -23,7 +23,8 @@ from typing import Any
 from django import forms
 from django.http import QueryDict
 
-from beamweaver_core.agent.review import EXECUTING_TYPES, HITL, ActionRequest, ReviewConfig
+from beamweaver_core.agent import HITL
+from beamweaver_core.agent.review import EXECUTING_TYPES, ActionRequest, ReviewConfig
 from beamweaver_core.exceptions import NotAReviewError
 from beamweaver_core.redaction import REDACTED, redact, withheld
 from beamweaver_core.runtime import registry

@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from beamweaver_core.models import Run, Thread
 from beamweaver_core.users import username_path
-from reviews import inbox, quorum, reasons, threads
+from reviews import cancelling, inbox, quorum, reasons, threads
 from reviews.models import Decision, ReviewItem, ReviewPresence
 from reviews.permissions import can_manage, decision_offer, is_decider, reviewers
 
@@ -137,12 +137,12 @@ def thread_context(thread: Thread, user: Any) -> dict[str, Any]:
         Run.objects.filter(thread=thread).select_related("created_by").order_by("-created_at")[:10]
     )
     state = threads.current_state(thread)
+    active = next((r for r in runs if r.status in ("queued", "running", "interrupted")), None)
     return {
         "thread": thread,
         "runs": runs,
-        "active_run": next(
-            (r for r in runs if r.status in ("queued", "running", "interrupted")), None
-        ),
+        "active_run": active,
+        "may_cancel": cancelling.may_cancel(user, active),
         "items": items,
         "pending_items": [i for i in items if i.is_pending],
         "decisions": decisions,

@@ -7,34 +7,28 @@ sends back (edited arguments, a JSON answer) is parsed by `parse_json`, which en
 size, nesting depth and number limits before or while parsing (so a 1,000-level array is
 a refusal, never a `RecursionError`) and refuses an object with a key twice (parsers
 disagree on which value wins), then checked by `check_value` for what Postgres cannot
-store (NUL, lone surrogates) and what JSON cannot carry (NaN, infinities).
+store (NUL, lone surrogates) and what JSON cannot carry (NaN, infinities). The parser and
+its limits live in `beamweaver_core.json_input` (the command line parses with them too)
+and are importable from here as before.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
-import json
-import math
 from collections.abc import Mapping
 from typing import Any
 
 from beamweaver_core.agent.canonical import canonical_json
-
-MAX_ANSWER_BYTES = 64 * 1024
-"""Edited arguments or a JSON answer, encoded: larger ones are refused."""
-
-MAX_DEPTH = 32
-"""Nesting of arrays and objects in an answer."""
-
-MAX_NODES = 10_000
-"""Values (scalars and containers) in one answer."""
-
-MAX_INT_DIGITS = 40
-
-
-class PayloadError(ValueError):
-    """A reviewer's JSON is not acceptable; the message says why and what to do."""
+from beamweaver_core.json_input import (
+    MAX_ANSWER_BYTES,
+    MAX_DEPTH,
+    MAX_INT_DIGITS,
+    MAX_NODES,
+    PayloadError,
+    check_value,
+    parse_json,
+)
 
 
 def plain(value: Any) -> Any:
@@ -63,132 +57,10 @@ def digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def _scan_depth(text: str, limit: int) -> None:
-    depth = 0
-    in_string = escaped = False
-    for char in text:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                in_string = False
-        elif char == '"':
-            in_string = True
-        elif char in "[{":
-            depth += 1
-            if depth > limit:
-                raise PayloadError(f"The JSON is nested more than {limit} levels deep; flatten it.")
-        elif char in "]}":
-            depth -= 1
-
-
-def _parse_int(text: str) -> int:
-    if len(text.lstrip("-")) > MAX_INT_DIGITS:
-        raise PayloadError(
-            f"A number has more than {MAX_INT_DIGITS} digits; send it as a string instead."
-        )
-    return int(text)
-
-
-def _parse_float(text: str) -> float:
-    number = float(text)
-    if not math.isfinite(number):
-        raise PayloadError(f"The number {text[:40]} is too large for JSON (it overflows).")
-    return number
-
-
-def _parse_constant(name: str) -> Any:
-    raise PayloadError(f"{name} is not valid JSON; send a finite number or a string.")
-
-
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    seen: set[str] = set()
-    for key, _ in pairs:
-        if key in seen:
-            raise PayloadError(
-                f"The key {key[:40]!r} appears twice in one object; which value was meant is "
-                "ambiguous. Keep one."
-            )
-        seen.add(key)
-    return dict(pairs)
-
-
-def parse_json(text: str, *, what: str = "The answer", max_bytes: int = MAX_ANSWER_BYTES) -> Any:
-    """Parse a reviewer's JSON within the limits; `PayloadError` says what is wrong."""
-    if len(text.encode("utf-8", "surrogatepass")) > max_bytes:
-        raise PayloadError(f"{what} is larger than {max_bytes // 1024} KiB; shorten it.")
-    _scan_depth(text, MAX_DEPTH)
-    try:
-        value = json.loads(
-            text,
-            object_pairs_hook=_unique_keys,
-            parse_int=_parse_int,
-            parse_float=_parse_float,
-            parse_constant=_parse_constant,
-        )
-    except PayloadError:
-        raise
-    except json.JSONDecodeError as exc:
-        raise PayloadError(
-            f"{what} is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})."
-        ) from None
-    except (ValueError, RecursionError) as exc:
-        raise PayloadError(f"{what} is not acceptable JSON: {exc}.") from None
-    check_value(value, what=what)
-    return value
-
-
-def _string_problem(text: str) -> str | None:
-    if "\x00" in text:
-        return "contains a NUL character (\\u0000), which cannot be stored"
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return "contains a lone surrogate (an invalid \\ud800-\\udfff escape)"
-    return None
-
-
-def check_value(value: Any, *, what: str = "The answer") -> None:
-    """Refuse values Postgres or JSON cannot carry, and values beyond the size limits."""
-    stack: list[tuple[Any, int, str]] = [(value, 0, "")]
-    nodes = 0
-    while stack:
-        item, depth, path = stack.pop()
-        nodes += 1
-        if nodes > MAX_NODES:
-            raise PayloadError(f"{what} has more than {MAX_NODES} values; send less data.")
-        if depth > MAX_DEPTH:
-            raise PayloadError(f"{what} is nested more than {MAX_DEPTH} levels deep; flatten it.")
-        where = f" at {path}" if path else ""
-        if isinstance(item, str):
-            problem = _string_problem(item)
-            if problem:
-                raise PayloadError(f"{what}{where} {problem}.")
-        elif isinstance(item, float):
-            if not math.isfinite(item):
-                raise PayloadError(f"{what}{where} is not a finite number (NaN or infinity).")
-        elif isinstance(item, bool | int) or item is None:
-            continue
-        elif isinstance(item, Mapping):
-            for key, child in item.items():
-                if not isinstance(key, str):
-                    raise PayloadError(f"{what}{where} has a non-string key {key!r}.")
-                problem = _string_problem(key)
-                if problem:
-                    raise PayloadError(f"{what}{where} has a key that {problem}.")
-                stack.append((child, depth + 1, f"{path}.{key}" if path else key))
-        elif isinstance(item, list | tuple):
-            for index, child in enumerate(item):
-                stack.append((child, depth + 1, f"{path}.{index}" if path else str(index)))
-        else:
-            raise PayloadError(f"{what}{where} is not JSON data ({type(item).__name__}).")
-
-
 __all__ = [
     "MAX_ANSWER_BYTES",
     "MAX_DEPTH",
+    "MAX_INT_DIGITS",
     "MAX_NODES",
     "PayloadError",
     "canonical",

@@ -16,7 +16,7 @@ from typing import Any
 from django.db.models import Q
 from django.utils import timezone
 
-from beamweaver_core.agent.review import HITL
+from beamweaver_core.agent import HITL
 from beamweaver_core.exceptions import NotAReviewError
 from beamweaver_core.models import Run
 from beamweaver_core.types import Interrupt

@@ -38,8 +38,9 @@ from datetime import datetime
 from typing import Any
 
 from beamweaver_core import patterns
+from beamweaver_core.agent import HITL
 from beamweaver_core.agent.canonical import canonical_json
-from beamweaver_core.agent.review import DECISION_TYPES, HITL
+from beamweaver_core.agent.review import DECISION_TYPES
 from beamweaver_core.exceptions import NotAReviewError
 from beamweaver_core.models import ToolExecution
 from reviews import payloads

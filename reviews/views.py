@@ -28,10 +28,9 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django_htmx.http import retarget
 
 from beamweaver_core.exceptions import BeamWeaverError
-from beamweaver_core.models import Run
 from beamweaver_core.redaction import redact, redact_text
 from beamweaver_core.runtime import service as runtime_service
-from reviews import batch, forms, inbox, partials, reasons, reveal, services, threads
+from reviews import batch, cancelling, forms, inbox, partials, reasons, reveal, services, threads
 from reviews.converters import thread_segment
 from reviews.models import AuditEvent, NotificationPreference, ReviewItem
 from reviews.permissions import can_reveal, reviewer_required, visible_audit, visible_threads
@@ -303,23 +302,20 @@ def thread_view(request: HttpRequest, thread_id: str) -> HttpResponse:
 @require_POST
 @reviewer_required
 def cancel_run_view(request: HttpRequest, thread_id: str) -> HttpResponse:
-    """Cancel the thread's active run (its pending items are cancelled with it)."""
-    thread = get_object_or_404(visible_threads(request.user), id=thread_id)
-    run = (
-        Run.objects.filter(thread=thread, status__in=["queued", "running", "interrupted"])
-        .order_by("-created_at")
-        .first()
-    )
-    if run is None:
-        messages.info(request, "The thread has no active run to cancel.")
+    """Cancel the thread's active run (its pending items are cancelled with it), for who
+    may (`reviews.cancelling`)."""
+    outcome = cancelling.cancel(request.user, thread_id)
+    if outcome.status == 404:
+        raise Http404("No such thread.")
+    if outcome.status == 403:
+        return HttpResponse(outcome.message, status=403, content_type="text/plain; charset=utf-8")
+    if outcome.status == 200:
+        messages.success(request, outcome.message)
+    elif outcome.code == "no_active_run":
+        messages.info(request, outcome.message)
     else:
-        try:
-            runtime_service.cancel_run(run.id, user=request.user)
-        except (BeamWeaverError, LookupError) as exc:
-            messages.error(request, str(exc))
-        else:
-            messages.success(request, "The run was cancelled.")
-    return redirect("reviews:thread", thread_id=thread.id)
+        messages.error(request, outcome.message)
+    return redirect("reviews:thread", thread_id=thread_id)
 
 
 @require_http_methods(["GET", "POST"])

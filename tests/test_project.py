@@ -44,7 +44,7 @@ def test_the_engine_imports_and_runs_without_django_configured() -> None:
         "import sys\n"
         "from beamweaver_core.graph import Graph, START, END, interrupt\n"
         "from beamweaver_core.checkpoint import MemoryCheckpointer\n"
-        "from beamweaver_core.agent.messages import Message\n"
+        "from beamweaver_core.agent import Message\n"
         "from beamweaver_core.llm import init_chat_model\n"
         "g = Graph().add_node('a', lambda s: {'x': interrupt('q')}).add_edge(START, 'a')"
         ".compile(checkpointer=MemoryCheckpointer())\n"

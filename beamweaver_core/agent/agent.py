@@ -28,8 +28,9 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 from beamweaver_core.agent.async_subagents import AsyncSubagentSpec
 from beamweaver_core.agent.async_task_tools import async_task_tools
 from beamweaver_core.agent.builder import AgentSpec, build_graph
-from beamweaver_core.agent.hitl import CHECKPOINTER_ADVICE, HumanInTheLoop, PolicyValue
+from beamweaver_core.agent.hitl import CHECKPOINTER_ADVICE, HumanInTheLoop
 from beamweaver_core.agent.middleware import Middleware
+from beamweaver_core.agent.review_policy import PolicyValue
 from beamweaver_core.agent.state import MESSAGES, as_messages
 from beamweaver_core.agent.subagents import (
     CompiledSubagent,
@@ -37,7 +38,8 @@ from beamweaver_core.agent.subagents import (
     inherited_tool_names,
     task_tool,
 )
-from beamweaver_core.agent.tools import Tool, Toolset, expand_tools
+from beamweaver_core.agent.tools import Tool
+from beamweaver_core.agent.toolsets import ToolLike, expand_tools
 from beamweaver_core.exceptions import CheckpointerRequiredError, GraphDefinitionError
 from beamweaver_core.graph import CompiledGraph, Envelope, StateSnapshot
 from beamweaver_core.llm.base import ChatModel
@@ -46,7 +48,6 @@ from beamweaver_core.types import Command, RunResult
 if TYPE_CHECKING:
     from beamweaver_core.checkpoint.base import Checkpointer
 
-ToolLike = Tool | type[Tool] | Callable[..., Any] | Toolset
 AnySubagent = SubagentSpec | CompiledSubagent | AsyncSubagentSpec
 Config = dict[str, Any]
 _R = TypeVar("_R")
@@ -194,6 +195,7 @@ class Agent:
                     model=self.model,
                     interrupt_on=self.interrupt_on,
                     review=reviews,
+                    make_agent=Agent,
                 )
             )
         background = [s for s in self.subagents if isinstance(s, AsyncSubagentSpec)]
@@ -386,4 +388,4 @@ def _agent_input(value: Any) -> Any:
     return value
 
 
-__all__ = ["Agent", "AnySubagent", "ToolLike"]
+__all__ = ["Agent", "AnySubagent"]

@@ -18,13 +18,13 @@ from beamweaver_core.agent.async_subagents import (
     AsyncTaskClient,
     current_async_task_client,
 )
-from beamweaver_core.agent.messages import Message, ToolCall
 from beamweaver_core.agent.tools import Tool, ToolRuntime
 from beamweaver_core.exceptions import (
     AsyncTaskClientRequiredError,
     AsyncTaskError,
     UnknownAsyncTaskError,
 )
+from beamweaver_core.messages import Message, ToolCall
 
 _TASK_ID = {
     "type": "string",

@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from beamweaver_core.agent.ledger import run_recorded
-from beamweaver_core.agent.messages import Message, ToolCall
 from beamweaver_core.agent.middleware import (
     AFTER_HOOKS,
     BEFORE_HOOKS,
@@ -40,6 +39,7 @@ from beamweaver_core.agent.state import (
 from beamweaver_core.agent.tools import Tool, ToolRuntime
 from beamweaver_core.graph import END, START, CompiledGraph, Graph, Runtime, Send
 from beamweaver_core.llm.base import ChatModel, ToolCallChunk
+from beamweaver_core.messages import Message, ToolCall
 from beamweaver_core.observability import tracing
 
 MODEL_NODE = "model"

@@ -39,38 +39,37 @@ from __future__ import annotations
 
 import copy
 import difflib
-import inspect
 import logging
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from beamweaver_core.agent.canonical import canonical_json
-from beamweaver_core.agent.messages import (
-    ORIGINAL_TOOL_CALLS_KEY,
-    Message,
-    ToolCall,
-    ToolCallEdits,
-)
+from beamweaver_core.agent.decisions import validate_decisions
 from beamweaver_core.agent.middleware import Middleware, ToolHandler, ToolRequest
 from beamweaver_core.agent.review import (
-    DECISION_TYPES,
     ActionRequest,
-    DecisionType,
     ReviewConfig,
     ReviewRequest,
     execution_digest,
     policy_version,
-    validate_decisions,
+)
+from beamweaver_core.agent.review_policy import PolicyValue, ToolPolicy, call_policy
+from beamweaver_core.agent.review_updates import (
+    BINDINGS_KEY,
+    EDITS_KEY,
+    decision_updates,
+    merge_by_call_id,
 )
 from beamweaver_core.agent.state import pending_tool_calls
-from beamweaver_core.agent.tools import Tool, as_tool
+from beamweaver_core.agent.tools import Tool
+from beamweaver_core.agent.toolsets import as_tool
 from beamweaver_core.exceptions import (
     CheckpointerRequiredError,
     NotAReviewError,
     ReviewChangedError,
 )
 from beamweaver_core.graph.interrupts import answered_interrupt, interrupt
+from beamweaver_core.messages import Message, ToolCall
 
 if TYPE_CHECKING:
     from collections.abc import Collection, Sequence
@@ -80,15 +79,6 @@ if TYPE_CHECKING:
     from beamweaver_core.types import Interrupt
 
 DEFAULT_DESCRIPTION_PREFIX = "Tool execution pending approval"
-EDITS_KEY = "hitl_edited_tool_calls"
-"""Legacy state key (tool call id -> the reviewer's `{"name", "args"}`), written by versions
-that kept the proposed call in the history; still honoured for threads they paused."""
-
-REVIEW_DECISION_KEY = "review_decision"
-"""`Message.metadata` key of a tool message a reviewer wrote: `"reject"` or `"respond"`."""
-
-BINDINGS_KEY = "hitl_bindings"
-"""State key: tool call id -> the execution digest its approval or edit was bound to."""
 
 BINDING_REFUSAL_TEMPLATE = (
     "The tool call `{name}` (id {call_id}) was not executed: what would run (the tool, its "
@@ -106,94 +96,6 @@ CHECKPOINTER_ADVICE = (
 logger = logging.getLogger(__name__)
 
 InterruptMode = Literal["all", "first"]
-PolicyValue = bool | Mapping[str, Any]
-_POLICY_KEYS = frozenset({"allowed_decisions", "when", "predicate", "description", "args_schema"})
-
-
-@dataclass(frozen=True, slots=True)
-class ToolPolicy:
-    """The review policy of one tool (a normalized `interrupt_on` entry)."""
-
-    allowed_decisions: tuple[DecisionType, ...]
-    when: Callable[..., Any] | None = None
-    description: str | Callable[..., Any] | None = None
-    args_schema: Mapping[str, Any] | None = None
-
-    @classmethod
-    def parse(cls, tool_name: str, value: PolicyValue) -> ToolPolicy | None:
-        """`True` -> every decision, `False` -> no review, or a dict of options."""
-        if value is True:
-            return cls(allowed_decisions=DECISION_TYPES)
-        if value is False:
-            return None
-        where = f"interrupt_on[{tool_name!r}]"
-        if not isinstance(value, Mapping):
-            raise TypeError(
-                f"{where} must be True, False or a dict of review options, got {value!r}."
-            )
-        unknown = sorted(set(value) - _POLICY_KEYS)
-        if unknown:
-            raise ValueError(
-                f"{where} has unknown option(s) {unknown}; known: {sorted(_POLICY_KEYS)}."
-            )
-        allowed = tuple(value.get("allowed_decisions", DECISION_TYPES))
-        if not allowed or any(d not in DECISION_TYPES for d in allowed):
-            raise ValueError(
-                f"{where}['allowed_decisions'] must be a non-empty list drawn from "
-                f"{list(DECISION_TYPES)}, got {value.get('allowed_decisions')!r}."
-            )
-        if "when" in value and "predicate" in value:
-            raise ValueError(f"{where} sets both 'when' and 'predicate'; they are the same option.")
-        when = value.get("when", value.get("predicate"))
-        if when is not None:
-            _check_arity(
-                when,
-                (1, 2, 3),
-                f"{where}['when']",
-                "(call), (call, state) or (call, state, runtime)",
-            )
-        description = value.get("description")
-        if callable(description):
-            _check_arity(
-                description,
-                (2, 3),
-                f"{where}['description']",
-                "(call, state) or (call, state, runtime)",
-            )
-        elif description is not None and not isinstance(description, str):
-            raise TypeError(
-                f"{where}['description'] must be a str or a callable, got {description!r}."
-            )
-        schema = value.get("args_schema")
-        if schema is not None and not isinstance(schema, Mapping):
-            raise TypeError(f"{where}['args_schema'] must be a JSON Schema dict, got {schema!r}.")
-        return cls(tuple(allowed), when, description, schema)
-
-
-def _positional_arity(fn: Callable[..., Any]) -> int | None:
-    """How many positional arguments `fn` takes (`None`: any number)."""
-    count = 0
-    for param in inspect.signature(fn).parameters.values():
-        if param.kind is param.VAR_POSITIONAL:
-            return None
-        if param.kind in (param.POSITIONAL_ONLY, param.POSITIONAL_OR_KEYWORD):
-            count += 1
-    return count
-
-
-def _check_arity(
-    fn: Callable[..., Any], accepted: tuple[int, ...], where: str, shapes: str
-) -> None:
-    arity = _positional_arity(fn)
-    if arity is not None and arity not in accepted:
-        raise TypeError(f"{where} takes {arity} argument(s); it must take {shapes}.")
-
-
-def _call_policy(
-    fn: Callable[..., Any], call: dict[str, Any], state: Mapping[str, Any], runtime: Runtime
-) -> Any:
-    arity = _positional_arity(fn)
-    return fn(*(call, state, runtime)[: 3 if arity is None else arity])
 
 
 class HumanInTheLoop(Middleware):
@@ -239,7 +141,7 @@ class HumanInTheLoop(Middleware):
 
     def state_reducers(self) -> Mapping[str, Reducer]:
         """Edits and bindings of successive reviews are merged by tool call id."""
-        return {EDITS_KEY: _merge_edits, BINDINGS_KEY: _merge_edits}
+        return {EDITS_KEY: merge_by_call_id, BINDINGS_KEY: merge_by_call_id}
 
     def after_model(self, state: Mapping[str, Any], runtime: Runtime) -> dict[str, Any] | None:
         """Review the matching tool calls of the model's last reply; apply the decisions.
@@ -271,7 +173,7 @@ class HumanInTheLoop(Middleware):
             answer = self._ask(review, calls)
             decided.extend(zip(calls, validate_decisions(review, answer), strict=True))
             reviewed.update(call.id for call in calls)
-        return _apply(decided)
+        return decision_updates(decided)
 
     def _ask(self, review: ReviewRequest, calls: Sequence[ToolCall]) -> Any:
         try:
@@ -389,9 +291,7 @@ class HumanInTheLoop(Middleware):
     def _needs_review(
         self, call: ToolCall, policy: ToolPolicy, state: Mapping[str, Any], runtime: Runtime
     ) -> bool:
-        return policy.when is None or bool(
-            _call_policy(policy.when, call.to_dict(), state, runtime)
-        )
+        return policy.when is None or bool(call_policy(policy.when, call.to_dict(), state, runtime))
 
     def _review(
         self, batch: list[tuple[ToolCall, ToolPolicy]], state: Mapping[str, Any], runtime: Runtime
@@ -399,7 +299,7 @@ class HumanInTheLoop(Middleware):
         actions, configs = [], []
         for call, policy in batch:
             if callable(policy.description):
-                description = str(_call_policy(policy.description, call.to_dict(), state, runtime))
+                description = str(call_policy(policy.description, call.to_dict(), state, runtime))
             elif policy.description is not None:
                 description = policy.description
             else:
@@ -412,59 +312,6 @@ class HumanInTheLoop(Middleware):
             )
             configs.append(self._config(call.name, policy))
         return ReviewRequest(tuple(actions), tuple(configs))
-
-
-def _apply(decided: list[tuple[ToolCall, dict[str, Any]]]) -> dict[str, Any] | None:
-    """State updates for validated decisions: edited calls replaced in the history, tool
-    messages written for rejects and responds, and the bindings of approvals."""
-    messages: list[Message | ToolCallEdits] = []
-    edited: list[ToolCall] = []
-    bindings: dict[str, str] = {}
-    for call, chosen in decided:
-        kind = chosen["type"]
-        if "binding" in chosen:
-            bindings[call.id] = chosen["binding"]
-        if kind == "edit":
-            action = chosen["edited_action"]
-            edited.append(ToolCall(id=call.id, name=action["name"], args=dict(action["args"])))
-        elif kind == "reject":
-            messages.append(
-                Message.tool(
-                    rejection_text(call, chosen.get("message")),
-                    tool_call_id=call.id,
-                    name=call.name,
-                    status="error",
-                    metadata={REVIEW_DECISION_KEY: "reject"},
-                )
-            )
-        elif kind == "respond":
-            messages.append(
-                Message.tool(
-                    chosen["message"],
-                    tool_call_id=call.id,
-                    name=call.name,
-                    metadata={REVIEW_DECISION_KEY: "respond"},
-                )
-            )
-    if edited:
-        messages.insert(0, ToolCallEdits(tuple(edited)))
-    update: dict[str, Any] = {}
-    if messages:
-        update["messages"] = messages
-    if bindings:
-        update[BINDINGS_KEY] = bindings
-    return update or None
-
-
-def rejection_text(call: ToolCall, message: str | None) -> str:
-    """The tool result of a rejected call: the reviewer's `message` as written, or (when
-    they left it empty) a default saying what happened and not to retry it."""
-    if message:
-        return message
-    return (
-        f"The human reviewer rejected the tool call `{call.name}` (id {call.id}); the tool was "
-        "not executed.\nDo not retry this tool call unless the user explicitly asks for it."
-    )
 
 
 def _changed(interrupt_id: str, review: ReviewRequest, pending: Sequence[ToolCall]) -> str:
@@ -484,19 +331,10 @@ def _describe(name: str, args: Mapping[str, Any]) -> str:
     return text if len(text) <= 200 else text[:197] + "..."
 
 
-def _merge_edits(existing: Mapping[str, Any], update: Mapping[str, Any]) -> dict[str, Any]:
-    return {**existing, **update}
-
-
 __all__ = [
-    "BINDINGS_KEY",
     "BINDING_REFUSAL_TEMPLATE",
+    "CHECKPOINTER_ADVICE",
     "DEFAULT_DESCRIPTION_PREFIX",
-    "EDITS_KEY",
-    "ORIGINAL_TOOL_CALLS_KEY",
-    "REVIEW_DECISION_KEY",
     "HumanInTheLoop",
     "InterruptMode",
-    "ToolPolicy",
-    "rejection_text",
 ]

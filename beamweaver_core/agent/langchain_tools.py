@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from beamweaver_core.agent.messages import Message, ToolStatus
 from beamweaver_core.agent.tools import Tool, ToolRuntime
+from beamweaver_core.messages import Message, ToolStatus
 
 try:
     from langchain_core.messages import ToolMessage

@@ -23,12 +23,12 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from beamweaver_core.agent.messages import Message
 from beamweaver_core.graph.interrupts import interrupt
+from beamweaver_core.messages import Message
 
 if TYPE_CHECKING:
-    from beamweaver_core.agent.messages import ToolCall
     from beamweaver_core.agent.tools import Tool, ToolRuntime
+    from beamweaver_core.messages import ToolCall
 
 OUTCOME_UNKNOWN = "outcome_unknown"
 """The `kind` of the interrupt raised for an at-most-once call with an unknown outcome."""

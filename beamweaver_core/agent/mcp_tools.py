@@ -27,9 +27,9 @@ from beamweaver_core.agent.mcp_session import (
     MCPSession,
     StdioTarget,
 )
-from beamweaver_core.agent.messages import Message
 from beamweaver_core.agent.tools import Tool, ToolRuntime
 from beamweaver_core.exceptions import MCPServerError
+from beamweaver_core.messages import Message
 
 if TYPE_CHECKING:
     import mcp_types

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from beamweaver_core.agent.messages import Message, ToolCall
+from beamweaver_core.messages import Message, ToolCall
 
 if TYPE_CHECKING:
     from beamweaver_core.graph.runtime import Runtime

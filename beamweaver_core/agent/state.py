@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from beamweaver_core.agent.messages import Message, ToolCall, ToolCallEdits
+from beamweaver_core.messages import Message, ToolCall, ToolCallEdits
 
 MESSAGES = "messages"
 

@@ -11,19 +11,27 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from beamweaver_core.agent.messages import Message
 from beamweaver_core.agent.state import MESSAGES, last_assistant
-from beamweaver_core.agent.tools import Tool, ToolRuntime, as_tool
+from beamweaver_core.agent.tools import Tool, ToolRuntime
+from beamweaver_core.agent.toolsets import ToolLike, as_tool
 from beamweaver_core.graph import CompiledGraph
+from beamweaver_core.messages import Message
 
 if TYPE_CHECKING:
-    from beamweaver_core.agent.agent import Agent, ToolLike
-    from beamweaver_core.agent.hitl import HumanInTheLoop, PolicyValue
+    from beamweaver_core.agent.hitl import HumanInTheLoop
+    from beamweaver_core.agent.review_policy import PolicyValue
     from beamweaver_core.llm.base import ChatModel
 
 TASK_TOOL_NAME = "task"
+
+
+class GraphSource(Protocol):
+    """An agent (instance or module-style class): anything with `graph_for()`."""
+
+    def graph_for(self) -> CompiledGraph:
+        """The agent's compiled graph."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,7 +61,7 @@ class CompiledSubagent:
 
     name: str
     description: str
-    agent: Agent | type[Agent] | CompiledGraph
+    agent: GraphSource | CompiledGraph
 
 
 class TaskTool(Tool):
@@ -105,12 +113,13 @@ def task_tool(
     model: ChatModel,
     interrupt_on: Mapping[str, PolicyValue] | None,
     review: Sequence[HumanInTheLoop] = (),
+    make_agent: Callable[..., GraphSource],
 ) -> TaskTool:
     """The parent's `task` tool over `subagents` (specs are built with the parent's
     `model` and review policy, its `interrupt_on` and `HumanInTheLoop` middleware
-    `review`, unless they set their own)."""
-    from beamweaver_core.agent.agent import Agent  # agent.py imports this module
-
+    `review`, unless they set their own). `make_agent` builds an agent from the
+    `Agent` options of a spec (the parent passes `Agent`: an agent's subagents are
+    agents)."""
     graphs: dict[str, CompiledGraph] = {}
     descriptions: dict[str, str] = {}
     for sub in subagents:
@@ -127,7 +136,7 @@ def task_tool(
                 inherited = tuple(
                     m for m in (mw.restricted_to(names) for mw in review) if m is not None
                 )
-            agent: Agent = Agent(
+            agent = make_agent(
                 model=sub.model if sub.model is not None else model,
                 tools=sub.tools,
                 interrupt_on=own,
@@ -158,16 +167,16 @@ def _tool_names(sub: SubagentSpec) -> set[str]:
     return {as_tool(t).name for t in sub.tools}
 
 
-def _as_graph(agent: Agent | type[Agent] | CompiledGraph) -> CompiledGraph:
+def _as_graph(agent: GraphSource | CompiledGraph) -> CompiledGraph:
     if isinstance(agent, CompiledGraph):
         return agent
-    graph: Callable[[], CompiledGraph] = agent.graph_for
-    return graph()
+    return agent.graph_for()
 
 
 __all__ = [
     "TASK_TOOL_NAME",
     "CompiledSubagent",
+    "GraphSource",
     "SubagentSpec",
     "TaskTool",
     "inherited_tool_names",

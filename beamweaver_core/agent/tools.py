@@ -10,15 +10,13 @@ from __future__ import annotations
 import hashlib
 import inspect
 import logging
-import sys
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, overload
+from typing import TYPE_CHECKING, Any, overload
 
 from jsonschema import Draft202012Validator
 
 from beamweaver_core.agent.canonical import canonical_json
-from beamweaver_core.agent.messages import Message, ToolCall
 from beamweaver_core.agent.schema import (
     EMPTY_OBJECT_SCHEMA,
     RUNTIME_PARAMETER,
@@ -31,8 +29,9 @@ from beamweaver_core.exceptions import (
     InvalidDecisionError,
     ThreadBusyError,
 )
-from beamweaver_core.graph.tasks import run_coroutine_blocking
+from beamweaver_core.graph.threads import run_coroutine_blocking
 from beamweaver_core.llm.base import ToolSpec
+from beamweaver_core.messages import Message, ToolCall
 
 if TYPE_CHECKING:
     from beamweaver_core.graph.runtime import Runtime
@@ -236,80 +235,10 @@ def tool(
     return decorate
 
 
-class Toolset(Protocol):
-    """Several tools from one source, expanded when the agent is built: an MCP server
-    (`MCPServerStdio`, `MCPServerHTTP`) or a LangChain toolkit."""
-
-    def get_tools(self) -> Sequence[Any]:
-        """The tools (anything `as_tool` accepts)."""
-
-
-def as_tool(value: Any) -> Tool:
-    """A `Tool` from a tool, a `Tool` subclass (instantiated), a LangChain tool or a plain
-    typed function."""
-    if isinstance(value, Tool):
-        tool_obj = value
-    elif isinstance(value, type) and issubclass(value, Tool):
-        tool_obj = value()
-    elif _is_langchain_tool(value):
-        # langchain-core is an optional extra: imported only for a LangChain tool.
-        from beamweaver_core.agent.langchain_tools import LangChainTool
-
-        tool_obj = LangChainTool(value)
-    elif callable(value):
-        tool_obj = FunctionTool(value)
-    else:
-        raise TypeError(
-            f"{value!r} is not a tool: pass a Tool, a Tool subclass, a function, a LangChain "
-            "tool, or a toolset (an MCP server, a LangChain toolkit)."
-        )
-    tool_obj.check()
-    return tool_obj
-
-
-def expand_tools(values: Iterable[Any]) -> list[Tool]:
-    """The `Tool`s of an agent's `tools=`: one per tool or function, every tool of a
-    toolset (anything with `get_tools()`: an MCP server, a LangChain toolkit).
-
-    Two tools of one name are refused, naming where each came from (MCP servers take a
-    `prefix=` to tell their tools apart)."""
-    tools: list[Tool] = []
-    for value in values:
-        get_tools = getattr(value, "get_tools", None)
-        if callable(get_tools) and not isinstance(value, Tool | type):
-            tools.extend(as_tool(item) for item in get_tools())
-        else:
-            tools.append(as_tool(value))
-    seen: dict[str, Tool] = {}
-    for item in tools:
-        first = seen.setdefault(item.name, item)
-        if first is not item:
-            raise ValueError(
-                f"Two tools are named {item.name!r}: {_origin(first)} and {_origin(item)}. Tool "
-                "names must be unique; give an MCP server a prefix (prefix='files_') or rename "
-                "one of the tools."
-            )
-    return tools
-
-
-def _origin(tool_obj: Tool) -> str:
-    origin = getattr(tool_obj, "origin", None)
-    return f"one from {origin}" if origin else f"{tool_obj!r}"
-
-
-def _is_langchain_tool(value: Any) -> bool:
-    # A LangChain tool exists only once langchain_core.tools is imported; never import it here.
-    module = sys.modules.get("langchain_core.tools")
-    return module is not None and isinstance(value, module.BaseTool)
-
-
 __all__ = [
     "FunctionTool",
     "Tool",
     "ToolRuntime",
-    "Toolset",
-    "as_tool",
-    "expand_tools",
     "idempotency_key",
     "tool",
 ]

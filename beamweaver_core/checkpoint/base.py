@@ -103,12 +103,5 @@ class Checkpointer(ABC):
         else:
             self.commit(thread_id, ns, checkpoints, records)
 
-    async def aload(
-        self, thread_id: str, ns: str = "", checkpoint_id: str | None = None
-    ) -> Checkpoint | None:
-        if self.blocking:
-            return await asyncio.to_thread(self.load, thread_id, ns, checkpoint_id)
-        return self.load(thread_id, ns, checkpoint_id)
-
 
 __all__ = ["Checkpointer"]

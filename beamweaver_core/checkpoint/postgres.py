@@ -35,7 +35,6 @@ configure; as with any Django code, a thread that stops using the database shoul
 
 from __future__ import annotations
 
-import functools
 import json
 import logging
 import uuid
@@ -54,6 +53,18 @@ from beamweaver_core.checkpoint.encoding import (
     decode_checkpoint,
     decode_record,
 )
+from beamweaver_core.checkpoint.postgres_sql import (
+    BEFORE_ID,
+    BEFORE_SEQ,
+    DELETE_THREAD,
+    LATEST,
+    LOAD_BY_ID,
+    LOAD_LATEST,
+    SELECT_BLOBS,
+    STORED_BYTES,
+    Fence,
+    write_statements,
+)
 from beamweaver_core.checkpoint.types import Checkpoint, TaskRecord
 from beamweaver_core.exceptions import StaleWriterError, ThreadBusyError
 
@@ -62,151 +73,12 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-Fence = tuple[uuid.UUID | str, int]
-"""`(run_id, fencing_token)` of the run that owns the thread."""
-
 WriteHook = Callable[["CursorWrapper"], None]
 """Called with the cursor inside each write's transaction, after the rows are written, so
 a caller can store its own rows (e.g. run events) atomically with the checkpoint."""
 
 _SEQ_CONSTRAINT = "bw_checkpoint_one_per_seq"
 _HISTORY_PAGE = 50
-
-# Rows per INSERT: keeps a statement under the 65,535 parameters a server-side bound
-# query may carry; a bigger step (a huge fan-out) is written in several statements.
-_CHUNK = 1000
-
-_FENCE = """fence AS (
-    SELECT 1 FROM bw_run
-    WHERE id = %s::uuid AND fencing_token = %s AND status = 'running'
-    FOR SHARE
-)"""
-_CHECKPOINT_COLUMNS = (
-    "thread_id, ns, checkpoint_id, seq, step, parent_id, source, created_at, document, metadata"
-)
-_CHECKPOINT_ROW = "(%s, %s, %s, %s::int, %s::int, %s, %s, %s::timestamptz, %s, %s)"
-_BLOB_ROW = "(%s, %s, %s, %s::int, %s)"
-_RECORD_ROW = "(%s, %s, %s, %s, %s)"
-
-
-@functools.lru_cache(maxsize=256)
-def _write_sql(
-    checkpoints: int, blobs: int, records: int, fenced: bool, first: bool, new_thread: bool
-) -> str:
-    """One statement writing that many rows (parameters: the run id and token if fenced,
-    the thread id if first, then the rows).
-
-    The first statement of a write also creates the thread row and, when fenced, locks
-    the run row and inserts nothing unless the fence holds; it returns whether it held.
-    """
-    gated = fenced and first
-
-    def insert(table: str, columns: str, row: str, count: int, conflict: str) -> str:
-        values = f"VALUES {', '.join([row] * count)}"
-        if gated:
-            values = f"SELECT * FROM ({values}) AS v WHERE EXISTS (SELECT FROM fence)"
-        return f"INSERT INTO {table} ({columns}) {values} {conflict}"
-
-    parts = []
-    if gated:
-        parts.append(_FENCE)
-    if first and new_thread:
-        thread = "SELECT %s WHERE EXISTS (SELECT FROM fence)" if gated else "VALUES (%s)"
-        parts.append(
-            f"new_thread AS (INSERT INTO bw_thread (id) {thread} ON CONFLICT (id) DO NOTHING)"
-        )
-    if checkpoints:
-        sql = insert("bw_checkpoint", _CHECKPOINT_COLUMNS, _CHECKPOINT_ROW, checkpoints, "")
-        parts.append(f"new_checkpoints AS ({sql})")
-    if blobs:
-        sql = insert(
-            "bw_checkpoint_blob",
-            "thread_id, ns, channel, version, blob",
-            _BLOB_ROW,
-            blobs,
-            "ON CONFLICT (thread_id, ns, channel, version) DO NOTHING",
-        )
-        parts.append(f"new_blobs AS ({sql})")
-    if records:
-        sql = insert(
-            "bw_checkpoint_write",
-            "thread_id, ns, checkpoint_id, task_id, record",
-            _RECORD_ROW,
-            records,
-            "ON CONFLICT (thread_id, ns, checkpoint_id, task_id) DO UPDATE SET record = EXCLUDED.record",
-        )
-        parts.append(f"new_records AS ({sql})")
-    result = "EXISTS (SELECT FROM fence)" if gated else "true"
-    return "WITH " + ",\n".join(parts) + f"\nSELECT {result}"
-
-
-_CHECKPOINT_FIELDS = """c.checkpoint_id, c.seq, c.step, c.parent_id, c.source, c.created_at, c.document,
-       c.metadata, w.task_ids, w.records"""
-_RECORDS = """CROSS JOIN LATERAL (
-    SELECT array_agg(task_id) AS task_ids, array_agg(record) AS records
-    FROM bw_checkpoint_write
-    WHERE thread_id = c.thread_id AND ns = c.ns AND checkpoint_id = c.checkpoint_id
-) w"""
-_SELECT_CHECKPOINTS = f"""
-SELECT {_CHECKPOINT_FIELDS}
-FROM bw_checkpoint c
-{_RECORDS}
-WHERE c.thread_id = %(thread)s AND c.ns = %(ns)s {{where}}
-ORDER BY c.seq DESC
-LIMIT %(limit)s
-"""
-# One checkpoint with its records and every blob it needs, in one statement (one round
-# trip, one snapshot): the version range of each channel comes from the document itself.
-_SELECT_ONE = f"""
-SELECT {_CHECKPOINT_FIELDS}, b.channels, b.versions, b.blobs
-FROM (
-    SELECT * FROM bw_checkpoint
-    WHERE thread_id = %(thread)s AND ns = %(ns)s {{where}}
-    ORDER BY seq DESC
-    LIMIT 1
-) c
-{_RECORDS}
-CROSS JOIN LATERAL (
-    SELECT array_agg(blob.channel) AS channels, array_agg(blob.version) AS versions,
-           array_agg(blob.blob) AS blobs
-    FROM (SELECT c.document::jsonb AS d) doc
-    CROSS JOIN LATERAL jsonb_each_text(doc.d -> 'versions') AS v(channel, version)
-    JOIN bw_checkpoint_blob blob
-      ON blob.thread_id = c.thread_id AND blob.ns = c.ns AND blob.channel = v.channel
-     AND blob.version BETWEEN coalesce((doc.d -> 'chains' -> v.channel ->> 0)::int, v.version::int)
-                          AND v.version::int
-) b
-"""
-_LOAD_LATEST = _SELECT_ONE.format(where="")
-_LOAD_BY_ID = _SELECT_ONE.format(where="AND checkpoint_id = %(checkpoint_id)s")
-_LATEST = _SELECT_CHECKPOINTS.format(where="")
-_BEFORE_ID = _SELECT_CHECKPOINTS.format(
-    where="""AND c.seq < (
-        SELECT seq FROM bw_checkpoint
-        WHERE thread_id = %(thread)s AND ns = %(ns)s AND checkpoint_id = %(checkpoint_id)s
-    )"""
-)
-_BEFORE_SEQ = _SELECT_CHECKPOINTS.format(where="AND c.seq < %(seq)s")
-
-_SELECT_BLOBS = """
-SELECT b.channel, b.version, b.blob
-FROM unnest(%(channels)s::text[], %(lows)s::int[], %(highs)s::int[]) AS wanted(channel, low, high)
-JOIN bw_checkpoint_blob b
-  ON b.thread_id = %(thread)s AND b.ns = %(ns)s AND b.channel = wanted.channel
- AND b.version BETWEEN wanted.low AND wanted.high
-"""
-
-_DELETE_THREAD = """
-WITH records AS (DELETE FROM bw_checkpoint_write WHERE thread_id = %(thread)s),
-     blobs AS (DELETE FROM bw_checkpoint_blob WHERE thread_id = %(thread)s)
-DELETE FROM bw_checkpoint WHERE thread_id = %(thread)s
-"""
-
-_STORED_BYTES = """
-SELECT (SELECT coalesce(sum(pg_column_size(c.*)), 0) FROM bw_checkpoint c WHERE c.thread_id = %(thread)s)
-     + (SELECT coalesce(sum(pg_column_size(b.*)), 0) FROM bw_checkpoint_blob b WHERE b.thread_id = %(thread)s)
-     + (SELECT coalesce(sum(pg_column_size(w.*)), 0) FROM bw_checkpoint_write w WHERE w.thread_id = %(thread)s)
-"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -265,7 +137,7 @@ class PostgresCheckpointer(Checkpointer):
         checkpoints: Sequence[EncodedCheckpoint],
         records: Sequence[tuple[str, str, str]],
     ) -> None:
-        statements = _write_statements(thread_id, ns, checkpoints, records, self.fence)
+        statements = write_statements(thread_id, ns, checkpoints, records, self.fence)
         connection = connections[self.using]
         try:
             if len(statements) == 1 and self.on_write is None and connection.get_autocommit():
@@ -316,7 +188,7 @@ class PostgresCheckpointer(Checkpointer):
         params = {"thread": thread_id, "ns": ns, "checkpoint_id": checkpoint_id}
         with self._cursor() as cursor:
             cursor.execute(
-                _LOAD_LATEST if checkpoint_id is None else _LOAD_BY_ID, params, prepare=True
+                LOAD_LATEST if checkpoint_id is None else LOAD_BY_ID, params, prepare=True
             )
             fetched = cursor.fetchone()
         if fetched is None:
@@ -335,7 +207,7 @@ class PostgresCheckpointer(Checkpointer):
     ) -> Iterator[Checkpoint]:
         """Checkpoints newest first, read and decoded a page at a time as you iterate."""
         remaining = limit
-        sql = _LATEST if before is None else _BEFORE_ID
+        sql = LATEST if before is None else BEFORE_ID
         params: dict[str, Any] = {"thread": thread_id, "ns": ns, "checkpoint_id": before}
         while remaining is None or remaining > 0:
             page = _HISTORY_PAGE if remaining is None else min(remaining, _HISTORY_PAGE)
@@ -345,7 +217,7 @@ class PostgresCheckpointer(Checkpointer):
                 return
             if remaining is not None:
                 remaining -= len(rows)
-            sql, params["seq"] = _BEFORE_SEQ, rows[-1].encoded.seq
+            sql, params["seq"] = BEFORE_SEQ, rows[-1].encoded.seq
 
     def _rows(self, sql: str, params: Mapping[str, Any], thread_id: str, ns: str) -> list[_Row]:
         with self._cursor() as cursor:
@@ -369,7 +241,7 @@ class PostgresCheckpointer(Checkpointer):
             "highs": [high for _, high in ranges.values()],
         }
         with self._cursor() as cursor:
-            cursor.execute(_SELECT_BLOBS, params, prepare=True)
+            cursor.execute(SELECT_BLOBS, params, prepare=True)
             return _group_blobs(cursor.fetchall())
 
     # -- maintenance ----------------------------------------------------------------------
@@ -380,7 +252,7 @@ class PostgresCheckpointer(Checkpointer):
         The `Thread` row and its runs stay: they belong to the runtime, not to storage.
         """
         with connections[self.using].cursor() as cursor:
-            cursor.execute(_DELETE_THREAD, {"thread": thread_id})
+            cursor.execute(DELETE_THREAD, {"thread": thread_id})
 
     def namespaces(self, thread_id: str) -> list[str]:
         with connections[self.using].cursor() as cursor:
@@ -398,62 +270,9 @@ class PostgresCheckpointer(Checkpointer):
         free-space overhead, dead row versions not yet vacuumed, and the `bw_thread` row.
         """
         with connections[self.using].cursor() as cursor:
-            cursor.execute(_STORED_BYTES, {"thread": thread_id})
+            cursor.execute(STORED_BYTES, {"thread": thread_id})
             row = cursor.fetchone()
         return int(row[0]) if row is not None else 0
-
-
-def _write_statements(
-    thread_id: str,
-    ns: str,
-    checkpoints: Sequence[EncodedCheckpoint],
-    records: Sequence[tuple[str, str, str]],
-    fence: Fence | None,
-) -> list[tuple[str, list[Any]]]:
-    """The statements of one write: one, unless it has more than `_CHUNK` rows of a kind."""
-    blobs: dict[tuple[str, int], str] = {}
-    for cp in checkpoints:
-        for channel, version, text in cp.blobs:
-            blobs.setdefault((channel, version), text)
-    # One upsert cannot touch a row twice; the last record of a task wins, as in memory.
-    latest = {(cid, tid): text for cid, tid, text in records}
-    checkpoint_rows = [
-        (
-            thread_id,
-            ns,
-            cp.id,
-            cp.seq,
-            cp.step,
-            cp.parent_id,
-            cp.source,
-            cp.created_at,
-            cp.document,
-            cp.metadata,
-        )
-        for cp in checkpoints
-    ]
-    blob_rows = [
-        (thread_id, ns, channel, version, text) for (channel, version), text in blobs.items()
-    ]
-    record_rows = [(thread_id, ns, cid, tid, text) for (cid, tid), text in latest.items()]
-    # Only a thread's first checkpoint needs the thread row (later ones have a parent).
-    new_thread = any(cp.parent_id is None for cp in checkpoints)
-    statements = []
-    for offset in range(0, max(len(checkpoint_rows), len(blob_rows), len(record_rows), 1), _CHUNK):
-        first = offset == 0
-        parts = [
-            rows[offset : offset + _CHUNK] for rows in (checkpoint_rows, blob_rows, record_rows)
-        ]
-        params: list[Any] = []
-        if first and fence is not None:
-            params += [str(fence[0]), fence[1]]
-        if first and new_thread:
-            params.append(thread_id)
-        for part in parts:
-            params.extend(value for row in part for value in row)
-        sql = _write_sql(*(len(part) for part in parts), fence is not None, first, new_thread)
-        statements.append((sql, params))
-    return statements
 
 
 def _parse_row(values: Sequence[Any], thread_id: str, ns: str) -> _Row:

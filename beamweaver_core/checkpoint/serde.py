@@ -22,38 +22,28 @@ import json
 import math
 import reprlib
 from collections.abc import Callable, Mapping
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
+from beamweaver_core.messages import Message, ToolCall, ToolCallEdits
 from beamweaver_core.types import NULL_RESUME, Interrupt, Send
 
 TAG = "__bw__"
 _MAX_INT = 2**63
 
-_encoders: dict[type, tuple[str, Callable[[Any], Any]]] = {}
-_decoders: dict[str, Callable[[Any], Any]] = {}
-_lazy_modules = ("beamweaver_core.agent.messages",)
-_lazy_loaded = False
-
-
-def register_type(
-    cls: type, tag: str, encode: Callable[[Any], Any], decode: Callable[[Any], Any]
-) -> None:
-    """Register an engine type under a fixed tag (done by our own modules at import)."""
-    _encoders[cls] = (tag, encode)
-    _decoders[tag] = decode
-
-
-def _ensure_registered() -> None:
-    # Messages live in the agent package, which depends on this one; its types are
-    # registered on first use instead of by an import cycle.
-    global _lazy_loaded
-    if not _lazy_loaded:
-        import importlib
-
-        for module in _lazy_modules:
-            importlib.import_module(module)
-        _lazy_loaded = True
+# The closed set of engine types with a tag: (type, tag, encode, decode).
+_ENGINE_TYPES: tuple[tuple[type, str, Callable[[Any], Any], Callable[[Any], Any]], ...] = (
+    (Send, "send", lambda s: {"node": s.node, "arg": s.arg}, lambda v: Send(v["node"], v["arg"])),
+    (Interrupt, "interrupt", Interrupt.to_dict, lambda v: Interrupt(**v)),
+    (type(NULL_RESUME), "null_resume", lambda _: None, lambda _: NULL_RESUME),
+    (Message, "message", Message.to_dict, Message.from_dict),
+    (ToolCall, "tool_call", ToolCall.to_dict, ToolCall.from_dict),
+    (ToolCallEdits, "tool_call_edits", ToolCallEdits.to_dict, ToolCallEdits.from_dict),
+)
+_encoders: dict[type, tuple[str, Callable[[Any], Any]]] = {
+    cls: (tag, encode) for cls, tag, encode, _ in _ENGINE_TYPES
+}
+_decoders: dict[str, Callable[[Any], Any]] = {tag: decode for _, tag, _, decode in _ENGINE_TYPES}
 
 
 def _path_str(path: tuple[str | int, ...]) -> str:
@@ -146,8 +136,6 @@ def _convert(value: Any, path: tuple[str | int, ...]) -> Any:
 
 
 def _convert_other(value: Any, path: tuple[str | int, ...]) -> Any:
-    if not _lazy_loaded:
-        _ensure_registered()
     entry = _encoders.get(type(value))
     if entry is not None:
         tag, encode = entry
@@ -244,8 +232,6 @@ def _hook(obj: dict[str, Any]) -> Any:
         return datetime.fromisoformat(obj["v"])
     if tag == "bytes":
         return base64.b64decode(obj["v"])
-    if not _lazy_loaded:
-        _ensure_registered()
     decode = _decoders.get(tag)
     if decode is None:
         raise ValueError(
@@ -315,17 +301,6 @@ def _plain(value: Any, path: tuple[str | int, ...]) -> None:
         )
 
 
-register_type(
-    Send, "send", lambda s: {"node": s.node, "arg": s.arg}, lambda v: Send(v["node"], v["arg"])
-)
-register_type(Interrupt, "interrupt", Interrupt.to_dict, lambda v: Interrupt(**v))
-register_type(type(NULL_RESUME), "null_resume", lambda _: None, lambda _: NULL_RESUME)
-
-
-def utcnow() -> datetime:
-    return datetime.now(UTC)
-
-
 __all__ = [
     "dumps",
     "from_jsonable",
@@ -333,7 +308,6 @@ __all__ = [
     "loads",
     "normalize",
     "normalize_writes",
-    "register_type",
     "stored_form",
     "to_jsonable",
     "validate_json_safe",

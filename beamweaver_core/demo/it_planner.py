@@ -13,8 +13,8 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from beamweaver_core.agent.hitl import REVIEW_DECISION_KEY
-from beamweaver_core.agent.messages import Message, ToolCall
+from beamweaver_core.agent.review_updates import REVIEW_DECISION_KEY
+from beamweaver_core.messages import Message, ToolCall
 
 HELP_TEXT = (
     "I look after the shop's host, tickets and services. Try: \"Delete /logs/debug-old.log, "

@@ -12,10 +12,10 @@ import os
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 
-from beamweaver_core.agent.messages import Message
 from beamweaver_core.demo.planner import plan_reply
 from beamweaver_core.llm import ScriptedChatModel, init_chat_model
 from beamweaver_core.llm.base import ChatModel, StreamItem, ToolSpec
+from beamweaver_core.messages import Message
 
 OPENAI_DEFAULT = "openai:gpt-4o-mini"
 ANTHROPIC_DEFAULT = "anthropic:claude-haiku-4-5"

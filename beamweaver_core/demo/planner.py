@@ -20,9 +20,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from beamweaver_core.agent.hitl import REVIEW_DECISION_KEY
-from beamweaver_core.agent.messages import Message, ToolCall
+from beamweaver_core.agent.review_updates import REVIEW_DECISION_KEY
 from beamweaver_core.demo.store import ADMIN_EMAIL, OPS_EMAIL
+from beamweaver_core.messages import Message, ToolCall
 
 HELP_TEXT = (
     "I can look up orders, search support records, issue refunds, delete old records and "

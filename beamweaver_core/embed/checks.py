@@ -10,6 +10,7 @@ from django.conf import settings
 from django.core import checks
 
 REQUIRED_MIDDLEWARE = (
+    "beamweaver_core.nul_guard.NulGuardMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",

@@ -6,7 +6,7 @@ In the host's settings.py, after its own settings::
 
     configure(globals())
 
-`configure` adds what is missing and keeps what the host set: the apps, three
+`configure` adds what is missing and keeps what the host set: the apps, four
 middlewares, a content security policy, pooled PostgreSQL connections, a channel layer and
 `BEAMWEAVER` (an empty registry of graphs). A setting the host assigns after the call
 overrides ours. The host's user model, login URL and admin are used as they are; only
@@ -45,9 +45,14 @@ CONTRIB_APPS = [
 
 ADMIN_APP = "beamweaver_core.apps.BeamWeaverAdminConfig"
 
-# (middleware, the one it must come after): django-csp sets the page's nonce, the rate
+# (middleware, the one it must come after): the NUL guard refuses what Postgres cannot
+# compare before a session or a query reads it, django-csp sets the page's nonce, the rate
 # limit needs the user, django-htmx marks htmx requests.
 MIDDLEWARE = [
+    (
+        "beamweaver_core.nul_guard.NulGuardMiddleware",
+        "django.middleware.security.SecurityMiddleware",
+    ),
     ("csp.middleware.CSPMiddleware", "django.contrib.sessions.middleware.SessionMiddleware"),
     (
         "beamweaver_core.ratelimit.RateLimitMiddleware",

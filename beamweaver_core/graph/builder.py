@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
+from beamweaver_core.checkpoint.base import Checkpointer
 from beamweaver_core.exceptions import GraphDefinitionError
-from beamweaver_core.graph.nodes import Branch, Join, NodeSpec
+from beamweaver_core.graph.compiled import CompiledGraph
+from beamweaver_core.graph.definition import Branch, Join, NodeSpec
 from beamweaver_core.graph.state import Reducer, schema_reducers
 from beamweaver_core.types import END, START
-
-if TYPE_CHECKING:
-    from beamweaver_core.checkpoint.base import Checkpointer
-    from beamweaver_core.graph.compiled import CompiledGraph
 
 _RESERVED_CHARS = ("|", ":", "#")
 
@@ -84,8 +82,6 @@ class Graph:
         name: str | None = None,
     ) -> CompiledGraph:
         """Check the definition and return the runnable graph."""
-        from beamweaver_core.graph.compiled import CompiledGraph
-
         problems = list(self._problems)
         specs: dict[str, NodeSpec] = {}
         for node, fn in self.nodes.items():
@@ -95,12 +91,14 @@ class Graph:
                     "choose another name"
                 )
                 continue
-            if not callable(fn) and not isinstance(fn, CompiledGraph):
+            if isinstance(fn, CompiledGraph):
+                specs[node] = NodeSpec.nested(node, fn)
+            elif callable(fn):
+                specs[node] = NodeSpec.of(node, fn)
+            else:
                 problems.append(
                     f"node {node!r} is {fn!r}, which is neither callable nor a compiled graph"
                 )
-                continue
-            specs[node] = NodeSpec.of(node, fn)
 
         def known_source(src: str) -> bool:
             return src == START or src in self.nodes
@@ -165,7 +163,7 @@ class Graph:
         if problems:
             raise GraphDefinitionError(problems)
 
-        return CompiledGraph(
+        graph = CompiledGraph(
             name=name or self.name or "Graph",
             nodes=specs,
             successors={k: tuple(v) for k, v in successors.items()},
@@ -173,7 +171,6 @@ class Graph:
             branches={k: tuple(v) for k, v in branches.items()},
             reducers=dict(self.reducers),
             keys=self.keys,
-            checkpointer=checkpointer,
             interrupt_before=frozenset(specs)
             if interrupt_before == "*"
             else frozenset(interrupt_before),
@@ -181,6 +178,8 @@ class Graph:
             if interrupt_after == "*"
             else frozenset(interrupt_after),
         )
+        graph.checkpointer = checkpointer
+        return graph
 
 
 __all__ = ["Graph"]

@@ -18,7 +18,6 @@ from contextlib import contextmanager
 from types import ModuleType
 from typing import Any, Protocol
 
-from beamweaver_core.agent.messages import Message
 from beamweaver_core.exceptions import (
     MalformedModelResponseError,
     ModelAuthenticationError,
@@ -26,6 +25,7 @@ from beamweaver_core.exceptions import (
     ModelRateLimitError,
 )
 from beamweaver_core.llm.base import ChatModel, StreamItem, ToolCallChunk, ToolSpec
+from beamweaver_core.messages import Message
 
 logger = logging.getLogger("beamweaver_core.llm")
 

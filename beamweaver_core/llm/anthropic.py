@@ -7,7 +7,6 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
-from beamweaver_core.agent.messages import Message, ToolCall
 from beamweaver_core.exceptions import MalformedModelResponseError
 from beamweaver_core.llm._sdk import (
     SDKChatModel,
@@ -17,6 +16,7 @@ from beamweaver_core.llm._sdk import (
     with_extra_body,
 )
 from beamweaver_core.llm.base import ToolCallChunk, ToolSpec
+from beamweaver_core.messages import Message, ToolCall
 
 _LABEL = "Anthropic"
 

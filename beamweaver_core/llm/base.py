@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from beamweaver_core.agent.messages import Message
+from beamweaver_core.messages import Message
 
 
 @dataclass(frozen=True, slots=True)

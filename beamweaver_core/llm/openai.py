@@ -10,10 +10,10 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
-from beamweaver_core.agent.messages import Message, ToolCall
 from beamweaver_core.exceptions import MalformedModelResponseError
 from beamweaver_core.llm._sdk import SDKChatModel, logger, parse_tool_arguments, with_extra_body
 from beamweaver_core.llm.base import ToolCallChunk, ToolSpec
+from beamweaver_core.messages import Message, ToolCall
 
 # Local servers (vLLM, Ollama, llama.cpp) ignore the key, but the SDK refuses to run without one.
 _PLACEHOLDER_API_KEY = "not-needed"

@@ -10,9 +10,9 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from typing import TypeAlias
 
-from beamweaver_core.agent.messages import Message
 from beamweaver_core.exceptions import ScriptExhaustedError
 from beamweaver_core.llm.base import ChatModel, StreamItem, ToolCallChunk, ToolSpec
+from beamweaver_core.messages import Message
 
 ScriptedResponse: TypeAlias = Message | Callable[[tuple[Message, ...]], Message]
 """A canned assistant `Message`, or a function of the conversation returning one."""

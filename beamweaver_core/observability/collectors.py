@@ -18,7 +18,7 @@ from django.conf import settings
 from django.db import DatabaseError, connection, transaction
 from prometheus_client.core import GaugeMetricFamily, Metric
 
-from beamweaver_core.runtime.heartbeats import alive_after
+from beamweaver_core.models import WorkerHeartbeat
 
 logger = logging.getLogger(__name__)
 
@@ -100,7 +100,7 @@ def runtime_metrics(cursor: Any) -> Iterator[Metric]:
     for name, hostname, age, threads_busy in cursor.fetchall():
         beats.add_metric([name, hostname], float(age))
         busy.add_metric([name, hostname], threads_busy)
-        living += float(age) <= alive_after(interval)
+        living += float(age) <= WorkerHeartbeat.alive_after(interval)
     alive.add_metric([], living)
     yield from (beats, busy, alive)
 

@@ -13,7 +13,7 @@ command ending a node is not an error; any other exception is recorded on the sp
 The trace context of the request that queued a run is kept with the run (`carrier`) and
 becomes the parent of the run's span in the worker that executes it (`run_span`).
 
-This module imports nothing of the project: the engine (graph, agent) uses it.
+This module imports only the redaction policy (no Django): the engine (graph, agent) uses it.
 """
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ import contextlib
 import json
 from collections.abc import Iterator, Mapping
 from typing import Any
+
+from beamweaver_core.redaction import redact
 
 try:
     from opentelemetry import propagate, trace
@@ -118,9 +120,6 @@ def tool_span(tool: str, call_id: str | None, arguments: Any) -> Any:
         "gen_ai.tool.call.id": call_id,
     }
     if _settings["record_arguments"] and trace is not None:
-        # Imported here: the redaction policy imports Django, which the engine does not.
-        from beamweaver_core.redaction import redact
-
         text = json.dumps(redact(arguments), ensure_ascii=False, default=repr)
         attributes["gen_ai.tool.call.arguments"] = text[:MAX_ARGUMENT_CHARS]
     return span(f"execute_tool {tool}", attributes)

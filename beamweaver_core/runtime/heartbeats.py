@@ -2,9 +2,9 @@
 `HEARTBEAT_SECONDS`, from a thread of its own (a run that blocks every worker thread
 does not stop it), and marks it stopped when it stops cleanly.
 
-A worker is alive while its row was written within `alive_after()` seconds; the
-admin lists the rows, the metrics export them (`beamweaver_worker_last_heartbeat_...`),
-and an alert fires when no worker is alive (docs/production.md). Rows of workers gone
+A worker is alive while its row was written within `WorkerHeartbeat.alive_after()`
+seconds; the admin lists the rows, the metrics export them
+(`beamweaver_worker_last_heartbeat_...`), and an alert fires when no worker is alive (docs/production.md). Rows of workers gone
 for a week are deleted when a worker starts.
 """
 
@@ -34,11 +34,6 @@ ON CONFLICT (name) DO UPDATE
    SET busy = EXCLUDED.busy, completed = EXCLUDED.completed, last_seen_at = now(),
        stopped_at = NULL
 """
-
-
-def alive_after(heartbeat_seconds: float) -> float:
-    """Seconds without a beat after which a worker counts as gone (three beats missed)."""
-    return max(3 * heartbeat_seconds, 15.0)
 
 
 class Heartbeat:
@@ -110,4 +105,4 @@ class Heartbeat:
             logger.warning("Worker %s: could not mark it stopped (%s)", self.worker.name, exc)
 
 
-__all__ = ["Heartbeat", "alive_after"]
+__all__ = ["Heartbeat"]

@@ -14,8 +14,8 @@ from typing import Any
 from django.db import connections
 
 from beamweaver_core.agent.ledger import LedgerEntry
-from beamweaver_core.agent.messages import Message
 from beamweaver_core.exceptions import StaleWriterError
+from beamweaver_core.messages import Message
 from beamweaver_core.runtime.queue import Claim
 
 _BEGIN = """

@@ -56,7 +56,8 @@ def authenticate(request: HttpRequest) -> ApiToken | JsonResponse:
 
 
 def token_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
-    """Run `view(request, user, ...)` as the token's user; answer 401/403 otherwise."""
+    """Run `view(request, user, ...)` as the token's user (the token itself is
+    `request.api_token`); answer 401/403 otherwise."""
 
     @csrf_exempt
     @functools.wraps(view)
@@ -64,6 +65,7 @@ def token_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpRespo
         found = authenticate(request)
         if isinstance(found, JsonResponse):
             return found
+        request.api_token = found  # type: ignore[attr-defined]
         return view(request, found.user, *args, **kwargs)
 
     return wrapper

@@ -12,5 +12,6 @@ urlpatterns = [
     path("items/", views.items_view, name="items"),
     path("items/<int:pk>/", views.item_view, name="item"),
     path("items/<int:pk>/decisions/", views.decisions_view, name="decisions"),
+    path("threads/<path:thread_id>/cancel/", views.cancel_run_view, name="cancel_run"),
     path("openapi.json", views.openapi_view, name="openapi"),
 ]

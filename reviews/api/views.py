@@ -12,7 +12,8 @@ from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.urls import reverse
 
-from reviews import inbox, payloads, reveal
+from beamweaver_core import ratelimit
+from reviews import cancelling, inbox, payloads, reveal
 from reviews.api.auth import error, token_required
 from reviews.api.openapi import schema
 from reviews.api.representations import item_detail, item_summary
@@ -128,6 +129,11 @@ def decisions_view(request: HttpRequest, user: Any, pk: int) -> HttpResponse:
     """Answer an item: the same outcomes, status codes and idempotency as the inbox."""
     if request.method != "POST":
         return _method_not_allowed("POST")
+    # Keyed by the token's id, not its header: one token, one count, however it is spelled.
+    token_id = str(request.api_token.pk)  # type: ignore[attr-defined]
+    wait = ratelimit.hit("api-decide", token_id, ratelimit.configured("RATE_DECISIONS"))
+    if wait is not None:
+        return ratelimit.too_many("Too many decisions in a short time.", wait, as_json=True)
     body, problems = _body(request)
     item = ReviewItem.objects.visible_to(user).filter(pk=pk).first()
     answer = body.get("answer")
@@ -154,6 +160,21 @@ def decisions_view(request: HttpRequest, user: Any, pk: int) -> HttpResponse:
     return JsonResponse(outcome.to_dict(), status=outcome.status)
 
 
+@token_required
+def cancel_run_view(request: HttpRequest, user: Any, thread_id: str) -> HttpResponse:
+    """Cancel the thread's active run, by the rule of the thread page
+    (`reviews.cancelling`): 200, 403 `not_allowed`, 404, or 409 `no_active_run` /
+    `not_cancellable`."""
+    if request.method != "POST":
+        return _method_not_allowed("POST")
+    outcome = cancelling.cancel(user, thread_id)
+    if outcome.status != 200 or outcome.run is None:
+        return error(outcome.status, outcome.code, outcome.message)
+    return JsonResponse(
+        {"thread_id": thread_id, "run": str(outcome.run.id), "status": outcome.run.status}
+    )
+
+
 def openapi_view(request: HttpRequest) -> HttpResponse:
     """The OpenAPI 3.1 description of this API (public: it holds no data)."""
     if request.method != "GET":
@@ -161,4 +182,4 @@ def openapi_view(request: HttpRequest) -> HttpResponse:
     return JsonResponse(schema(request.build_absolute_uri("/")))
 
 
-__all__ = ["decisions_view", "item_view", "items_view", "openapi_view"]
+__all__ = ["cancel_run_view", "decisions_view", "item_view", "items_view", "openapi_view"]

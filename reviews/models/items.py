@@ -280,7 +280,8 @@ class AuditEventQuerySet(models.QuerySet["AuditEvent"]):
 
 class AuditEvent(models.Model):
     """One thing that happened to a review item, kept forever: created, decided, refused
-    attempts, cancellations. Identifiers are copied so the record outlives its item."""
+    attempts, cancellations. Identifiers are copied so the record outlives its item. API
+    tokens issued and revoked are recorded here too (with no item)."""
 
     class Action(models.TextChoices):
         CREATED = "created"
@@ -298,6 +299,8 @@ class AuditEvent(models.Model):
         OVERDUE = "overdue"
         EXTENDED = "extended"
         REVEALED = "revealed", "Revealed secrets"
+        TOKEN_ISSUED = "token_issued", "Issued an API token"
+        TOKEN_REVOKED = "token_revoked", "Revoked an API token"
 
     at = models.DateTimeField(default=timezone.now, db_index=True)
     actor = models.ForeignKey(

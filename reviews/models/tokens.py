@@ -1,9 +1,10 @@
 """API tokens: how services authenticate to the review API (`reviews.api`).
 
-A token acts as its user (with that user's permissions and review policies). Only its
-SHA-256 is stored; the token itself is shown once, when it is created (in the admin or
-with `manage.py api_token create`). Tokens are random 256-bit secrets, so a fast hash is
-enough: there is nothing to brute-force.
+A token acts as its user (with that user's permissions and review policies), so it is
+created by its owner, or by a superuser (in the admin) or an operator (`manage.py
+api_token create`) for another reviewer; every token issued or revoked is audited. Only
+its SHA-256 is stored; the token itself is shown once, when it is created. Tokens are
+random 256-bit secrets, so a fast hash is enough: there is nothing to brute-force.
 """
 
 from __future__ import annotations
@@ -32,21 +33,59 @@ def generate() -> tuple[str, str]:
     return key, f"{TOKEN_PREFIX}_{key}_{secrets.token_urlsafe(32)}"
 
 
+def _issuer(by: Any, source: str) -> str:
+    if by is not None:
+        return by.get_username() + (" (superuser)" if by.is_superuser else "")
+    return "manage.py api_token" if source == "command" else source
+
+
+def _audit(token: ApiToken, action: str, by: Any, source: str) -> None:
+    """An audit event (no item) naming the token, its user and who acted."""
+    from reviews.models.items import AuditEvent
+
+    verb = "issued for" if action == "token_issued" else "of"
+    message = (
+        f"API token {token.name!r} ({TOKEN_PREFIX}_{token.key}_…) {verb} "
+        f"{token.user.get_username()}, by {_issuer(by, source)}."
+    )
+    AuditEvent.objects.create(
+        actor=by,
+        actor_name=by.get_username() if by is not None else "",
+        action=action,
+        summary=action,
+        message=message,
+        source=source,
+    )
+
+
 class ApiTokenManager(models.Manager["ApiToken"]):
     def issue(
-        self, user: Any, name: str, *, expires_at: datetime | None = None
+        self,
+        user: Any,
+        name: str,
+        *,
+        expires_at: datetime | None = None,
+        by: Any = None,
+        source: str = "code",
     ) -> tuple[ApiToken, str]:
-        """A new token for `user`, and its secret text (shown once, never stored)."""
+        """A new token for `user`, and its secret text (shown once, never stored).
+        Audited (`token_issued`) as done by `by` (None: the command or code) from
+        `source` ("admin", "command", "code")."""
+        token = self.model(user=user, name=name, expires_at=expires_at)
+        return token, self.save_new(token, by=by, source=source)
+
+    def save_new(self, token: ApiToken, *, by: Any = None, source: str = "code") -> str:
+        """Give the unsaved `token` a fresh key and save it, audited; its secret text."""
         for _ in range(5):
             key, raw = generate()
+            token.key, token.hashed = key, hash_token(raw)
             try:
                 with transaction.atomic():
-                    token = self.create(
-                        user=user, name=name, key=key, hashed=hash_token(raw), expires_at=expires_at
-                    )
+                    token.save(force_insert=True)
+                    _audit(token, "token_issued", by, source)
             except IntegrityError:
                 continue
-            return token, raw
+            return raw
         raise RuntimeError("Could not draw a unique token key; try again.")
 
     def authenticate(self, raw: str) -> ApiToken | None:
@@ -91,11 +130,16 @@ class ApiToken(models.Model):
         now = timezone.now()
         return self.revoked_at is None and (self.expires_at is None or self.expires_at > now)
 
-    def revoke(self) -> None:
-        """Stop accepting the token (kept for the record)."""
-        if self.revoked_at is None:
+    def revoke(self, *, by: Any = None, source: str = "code") -> bool:
+        """Stop accepting the token (kept for the record), audited (`token_revoked`);
+        whether it was live until now."""
+        if self.revoked_at is not None:
+            return False
+        with transaction.atomic():
             self.revoked_at = timezone.now()
             self.save(update_fields=["revoked_at"])
+            _audit(self, "token_revoked", by, source)
+        return True
 
 
 __all__ = ["TOKEN_PREFIX", "ApiToken", "generate", "hash_token"]

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from beamweaver_core.agent import HITL, Agent, HumanInTheLoop, Message, Middleware, ToolCall
-from beamweaver_core.agent.hitl import BINDING_REFUSAL_TEMPLATE, BINDINGS_KEY
+from beamweaver_core.agent.hitl import BINDING_REFUSAL_TEMPLATE
 from beamweaver_core.agent.middleware import ToolHandler, ToolRequest
 from beamweaver_core.agent.review import (
     ActionRequest,
@@ -18,6 +18,7 @@ from beamweaver_core.agent.review import (
     execution_digest,
     policy_version,
 )
+from beamweaver_core.agent.review_updates import BINDINGS_KEY
 from beamweaver_core.checkpoint import MemoryCheckpointer
 from beamweaver_core.exceptions import InvalidDecisionError
 from beamweaver_core.graph import Completed, Interrupted

@@ -14,11 +14,12 @@ from typing import Any
 import pytest
 
 from beamweaver_core.agent import HITL, Agent, HumanInTheLoop, Message
-from beamweaver_core.agent.hitl import ORIGINAL_TOOL_CALLS_KEY, REVIEW_DECISION_KEY
+from beamweaver_core.agent.review_updates import REVIEW_DECISION_KEY
 from beamweaver_core.checkpoint import MemoryCheckpointer, PostgresCheckpointer
 from beamweaver_core.checkpoint.base import Checkpointer
 from beamweaver_core.graph import Completed, Interrupted
 from beamweaver_core.llm import ScriptedChatModel
+from beamweaver_core.messages import ORIGINAL_TOOL_CALLS_KEY
 from tests.agent.support import Toolbox, ai, call
 
 OLD = "DELETE FROM records WHERE created_at < NOW() - INTERVAL '30 days';"

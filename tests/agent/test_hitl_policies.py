@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from beamweaver_core.agent import Agent, HumanInTheLoop, Message
-from beamweaver_core.agent.hitl import rejection_text
+from beamweaver_core.agent.review_updates import rejection_text
 from beamweaver_core.checkpoint import MemoryCheckpointer
 from beamweaver_core.graph import Completed, Interrupted
 from beamweaver_core.llm import ScriptedChatModel

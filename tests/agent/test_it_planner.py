@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from beamweaver_core.agent import Message
-from beamweaver_core.agent.hitl import rejection_text
+from beamweaver_core.agent.review_updates import rejection_text
 from beamweaver_core.demo.it_planner import parse_it_request, plan_it_reply
 from tests.agent.support import rejected
 

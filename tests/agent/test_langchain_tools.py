@@ -14,7 +14,8 @@ from pydantic import BaseModel, Field
 
 from beamweaver_core.agent import Agent, LangChainTool, Message, ToolCall
 from beamweaver_core.agent.ledger import MemoryToolLedger, use_ledger
-from beamweaver_core.agent.tools import expand_tools, idempotency_key
+from beamweaver_core.agent.tools import idempotency_key
+from beamweaver_core.agent.toolsets import expand_tools
 from beamweaver_core.checkpoint import MemoryCheckpointer
 from beamweaver_core.exceptions import InvalidDecisionError
 from beamweaver_core.graph import Completed, Interrupted

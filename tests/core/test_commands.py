@@ -75,7 +75,10 @@ def test_run_graph_runs_the_graph_in_the_context_given() -> None:
         (["approval", "--input", "{}", "--context", "{not json"], "--context is not valid JSON"),
         (["approval", "--input", "{}", "--context", '"acme"'], "--context must be a JSON object"),
         (["approval", "--input", "{}", "--context", "[1]"], "--context must be a JSON object"),
-        (["approval", "--input", "{}", "--context", "[" * 5000], "--context is nested too deeply"),
+        (
+            ["approval", "--input", "{}", "--context", "[" * 5000],
+            "--context is nested more than 32 levels",
+        ),
         (["approval", "--input", "{}", "--context", '{"__bw__": 1}'], "reserved key '__bw__'"),
     ],
 )

@@ -10,7 +10,6 @@ import anthropic
 import httpx2
 import pytest
 
-from beamweaver_core.agent.messages import Message, ToolCall
 from beamweaver_core.exceptions import (
     MalformedModelResponseError,
     ModelAuthenticationError,
@@ -18,6 +17,7 @@ from beamweaver_core.exceptions import (
     ModelRateLimitError,
 )
 from beamweaver_core.llm import AnthropicChatModel, ToolCallChunk, ToolSpec
+from beamweaver_core.messages import Message, ToolCall
 
 KEY = "sk-ant-api03-test-0123456789"
 MODEL = "claude-haiku-4-5"

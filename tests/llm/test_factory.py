@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from beamweaver_core.agent.messages import Message
 from beamweaver_core.llm import (
     AnthropicChatModel,
     OpenAIChatModel,
     ScriptedChatModel,
     init_chat_model,
 )
+from beamweaver_core.messages import Message
 
 ACCEPTED = "Accepted providers: anthropic, openai, scripted"
 

@@ -11,7 +11,6 @@ import httpx2
 import openai
 import pytest
 
-from beamweaver_core.agent.messages import Message, ToolCall
 from beamweaver_core.exceptions import (
     MalformedModelResponseError,
     ModelAuthenticationError,
@@ -19,6 +18,7 @@ from beamweaver_core.exceptions import (
     ModelRateLimitError,
 )
 from beamweaver_core.llm import OpenAIChatModel, ToolCallChunk, ToolSpec
+from beamweaver_core.messages import Message, ToolCall
 
 KEY = "sk-test-0123456789abcdef"
 HELLO = [Message.user("hello")]

@@ -56,7 +56,7 @@ def test_provider_modules_import_without_the_sdks_installed() -> None:
         "from beamweaver_core.llm.openai import OpenAIChatModel\n"
         "from beamweaver_core.llm.anthropic import AnthropicChatModel\n"
         "from beamweaver_core.exceptions import ModelProviderError\n"
-        "from beamweaver_core.agent.messages import Message\n"
+        "from beamweaver_core.messages import Message\n"
         "for model in (OpenAIChatModel('gpt-4o', api_key='k'),\n"
         "              AnthropicChatModel('claude-haiku-4-5', api_key='k')):\n"
         "    try:\n"

@@ -7,10 +7,10 @@ import time
 
 import pytest
 
-from beamweaver_core.agent.messages import Message, ToolCall
 from beamweaver_core.exceptions import BeamWeaverError, ScriptExhaustedError
 from beamweaver_core.llm import ChatModel, ScriptedChatModel, ToolCallChunk, ToolSpec
 from beamweaver_core.llm.scripted import word_chunks
+from beamweaver_core.messages import Message, ToolCall
 
 HELLO = [Message.user("hello")]
 

@@ -16,9 +16,9 @@ from django.contrib.auth.models import User
 from django.core import checks
 
 from beamweaver_core.agent import Agent
-from beamweaver_core.agent.messages import ToolCall
 from beamweaver_core.agent.tools import idempotency_key
 from beamweaver_core.llm import ScriptedChatModel
+from beamweaver_core.messages import ToolCall
 from beamweaver_core.runtime import mcp_servers, service
 from beamweaver_core.runtime.worker import Worker, WorkerSettings
 from reviews.models import ReviewItem

@@ -18,7 +18,8 @@ import pytest
 from beamweaver_core.agent import Agent, Message, ToolCall
 from beamweaver_core.agent.ledger import MemoryToolLedger, use_ledger
 from beamweaver_core.agent.mcp_tools import MCPTool, MCPToolset
-from beamweaver_core.agent.tools import expand_tools, idempotency_key
+from beamweaver_core.agent.tools import idempotency_key
+from beamweaver_core.agent.toolsets import expand_tools
 from beamweaver_core.checkpoint import MemoryCheckpointer
 from beamweaver_core.exceptions import InvalidDecisionError, MCPServerError
 from beamweaver_core.graph import Completed, Interrupted

@@ -143,7 +143,7 @@ FILES = {
     """,
     "hostapp/__init__.py": "",
     "hostapp/agents.py": """
-        from beamweaver_core.agent.review import HITL, ActionRequest, ReviewConfig, ReviewRequest
+        from beamweaver_core.agent import HITL, ActionRequest, ReviewConfig, ReviewRequest
         from beamweaver_core.graph import START, Graph, interrupt
 
         REVIEW = ReviewRequest(

@@ -41,8 +41,9 @@ def test_configure_adds_what_is_missing_and_keeps_the_hosts_settings() -> None:
     assert apps[-2:] == ["beamweaver_core.apps.BeamWeaverCoreConfig", "reviews.apps.ReviewsConfig"]
     assert "django.contrib.sessions" in apps and "channels" in apps
     middleware = host["MIDDLEWARE"]
-    assert middleware.index("csp.middleware.CSPMiddleware") == 2  # right after sessions
-    assert middleware.index("beamweaver_core.ratelimit.RateLimitMiddleware") == 5
+    assert middleware.index("beamweaver_core.nul_guard.NulGuardMiddleware") == 1
+    assert middleware.index("csp.middleware.CSPMiddleware") == 3  # right after sessions
+    assert middleware.index("beamweaver_core.ratelimit.RateLimitMiddleware") == 6
     assert middleware[-1] == "django_htmx.middleware.HtmxMiddleware"
     assert "shop.middleware.Audit" in middleware
     processors = host["TEMPLATES"][0]["OPTIONS"]["context_processors"]

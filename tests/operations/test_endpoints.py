@@ -63,19 +63,23 @@ def test_readyz_is_503_when_the_channel_layer_is_unreachable(settings: Any) -> N
 
 def test_unapplied_migrations_are_not_ready(django_db_blocker: Any) -> None:
     from django.db import connection
+    from django.db.migrations.loader import MigrationLoader
     from django.db.migrations.recorder import MigrationRecorder
 
     health._migrated.clear()
-    recorder = MigrationRecorder(connection)
-    applied = recorder.migration_qs.get(
-        app="beamweaver_core", name="0007_worker_heartbeat_trace_context"
+    # The app's latest migration (a leaf: un-applying an earlier one plans nothing).
+    (latest,) = (
+        name
+        for app, name in MigrationLoader(connection).graph.leaf_nodes()
+        if app == "beamweaver_core"
     )
-    applied.delete()
+    recorder = MigrationRecorder(connection)
+    recorder.migration_qs.get(app="beamweaver_core", name=latest).delete()
     try:
         problem = health.migrations_problem()
     finally:
-        recorder.record_applied("beamweaver_core", "0007_worker_heartbeat_trace_context")
-    assert problem is not None and "beamweaver_core.0007" in problem and "migrate" in problem
+        recorder.record_applied("beamweaver_core", latest)
+    assert problem is not None and f"beamweaver_core.{latest}" in problem and "migrate" in problem
     assert health.migrations_problem() is None
 
 

@@ -109,6 +109,7 @@ def routes(item: ReviewItem) -> list[Route]:
             "<int:index>": ("0", "7"),
             "<id>": (str(User.objects.order_by("pk").first().pk), "999999999"),  # type: ignore[union-attr]
             "<thread_id:thread_id>": (item.thread_id, "no-such-thread"),
+            "<path:thread_id>": (item.thread_id, "no-such-thread"),
             "<uidb64>": ("MQ", "OTk5"),
             "<token>": ("set-password", "set-password"),
             "(?P<url>.*)": ("no-such-page/", "no-such-page/"),

@@ -4,7 +4,6 @@ per address and the lockout of a username; limits that fail open when the cache 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -20,14 +19,8 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture(autouse=True)
-def _fresh_counters(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[float]]:
-    """Empty counters, and a clock that stands still at the start of a window (a test
-    crossing a window boundary would otherwise see its count reset midway)."""
-    now = [1_000_000_020.0]
-    monkeypatch.setattr(ratelimit.time, "time", lambda: now[0])
-    cache.clear()
-    yield now
-    cache.clear()
+def _fresh_counters(fresh_counters: list[float]) -> list[float]:
+    return fresh_counters
 
 
 def login(client: Client, username: str, password: str) -> Any:
@@ -81,6 +74,57 @@ def test_api_decisions_are_limited_per_token() -> None:
     assert 429 not in statuses[:20] and statuses[20:] == [429] * 5
     assert blocked.json()["code"] == "rate_limited" and int(blocked["Retry-After"]) >= 1
     assert post(theirs).status_code == 422
+
+
+def test_the_api_limit_counts_per_token_however_its_header_is_written() -> None:
+    """Issue 13, finding 9: the count was keyed by the raw `Authorization` header, so
+    `bearer`, `BEARER` or extra spaces each started a fresh count for the same token."""
+    alice = make_reviewer("alice")
+    item = pause_agent(thread_id="api-key")
+    _, secret = ApiToken.objects.issue(alice, "spelled")
+    spellings = [
+        f"Bearer {secret}",
+        f"bearer {secret}",
+        f"BEARER {secret}",
+        f"Bearer  {secret}",
+        f"Bearer {secret} ",
+        f"bEaReR   {secret}\t",
+    ]
+
+    statuses = [
+        Client()
+        .post(
+            f"/api/v1/items/{item.pk}/decisions/",
+            "{}",
+            content_type="application/json",
+            HTTP_AUTHORIZATION=spellings[i % len(spellings)],
+        )
+        .status_code
+        for i in range(30)
+    ]
+
+    assert 429 not in statuses[:20]
+    assert statuses[20:] == [429] * 10
+
+
+def test_unknown_tokens_do_not_use_up_a_real_token_s_count() -> None:
+    """Keyed by the token's id after it is authenticated: guesses at a token whose public
+    key is known (it is shown in the admin) are 401 and count nothing against it."""
+    alice = make_reviewer("alice")
+    item = pause_agent(thread_id="api-guess")
+    token, secret = ApiToken.objects.issue(alice, "real")
+    url = f"/api/v1/items/{item.pk}/decisions/"
+
+    def post(header: str) -> int:
+        response = Client().post(
+            url, "{}", content_type="application/json", HTTP_AUTHORIZATION=header
+        )
+        return response.status_code
+
+    guesses = {post(f"Bearer bw_{token.key}_guess{i}") for i in range(40)}
+
+    assert guesses == {401}
+    assert post(f"Bearer {secret}") == 422
 
 
 def test_the_decision_window_reopens(_fresh_counters: list[float]) -> None:

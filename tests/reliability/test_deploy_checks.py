@@ -18,6 +18,7 @@ PRODUCTION = {
     "ALLOWED_HOSTS": "review.example.com",
     "DATABASE_URL": "postgresql://bw:pw@db.example.com:5432/beamweaver",
     "REDIS_URL": "redis://redis.example.com:6379/0",
+    "EMAIL_HOST": "smtp.example.com",
 }
 
 
@@ -35,6 +36,7 @@ def check(**env: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_production_settings_pass_check_deploy_with_no_warning() -> None:
+    """BEAMWEAVER_HTTPS=1 and a real EMAIL_HOST: clean, warnings included."""
     result = check(**PRODUCTION)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "System check identified no issues" in result.stdout
@@ -49,6 +51,10 @@ def test_production_settings_pass_check_deploy_with_no_warning() -> None:
         ({"DEBUG": "1"}, "security.W018"),
         ({"BEAMWEAVER_HTTPS": "0"}, "security.W012"),
         ({"SECRET_KEY": "short"}, "security.W009"),
+        # Issue 13, finding 7: mail to the console prints password-reset links to the log.
+        ({"EMAIL_HOST": ""}, "beamweaver.W040"),
+        ({"EMAIL_BACKEND": "django.core.mail.backends.console.EmailBackend"}, "beamweaver.W040"),
+        ({"EMAIL_BACKEND": "django.core.mail.backends.filebased.EmailBackend"}, "beamweaver.W040"),
     ],
 )
 def test_unsafe_production_settings_fail_the_checks(
@@ -57,3 +63,11 @@ def test_unsafe_production_settings_fail_the_checks(
     result = check(**{**PRODUCTION, **override})
     assert result.returncode != 0
     assert check_id in result.stdout + result.stderr
+
+
+def test_the_console_mail_warning_says_how_to_fix_it() -> None:
+    result = check(**{**PRODUCTION, "EMAIL_HOST": ""})
+
+    output = result.stdout + result.stderr
+    assert "beamweaver.W040" in output and "EMAIL_HOST" in output
+    assert "password-reset" in output

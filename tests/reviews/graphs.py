@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from beamweaver_core.agent.review import HITL, ActionRequest, ReviewConfig, ReviewRequest
+from beamweaver_core.agent import HITL
+from beamweaver_core.agent.review import ActionRequest, ReviewConfig, ReviewRequest
 from beamweaver_core.graph import START, Graph, interrupt
 from tests.support.graphs import TEST_GRAPHS, ledger
 

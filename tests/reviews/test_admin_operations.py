@@ -10,6 +10,7 @@ from django.contrib.auth.models import Group, User
 from django.test import Client
 
 from reviews.models import ApiToken, OutboxMessage, ReviewPolicy
+from tests.reviews.conftest import make_reviewer
 
 pytestmark = pytest.mark.django_db
 
@@ -68,7 +69,7 @@ def test_an_invalid_policy_is_refused_with_the_field_error(staff: Client) -> Non
 
 
 def test_a_token_is_shown_once_when_created_and_stored_hashed(staff: Client) -> None:
-    service = User.objects.create_user("svc")
+    service = make_reviewer("svc")  # a token acts as its user, who must be a reviewer
 
     response = staff.post(
         "/admin/reviews/apitoken/add/", {"name": "ci", "user": service.pk}, follow=True

@@ -302,7 +302,7 @@ def test_the_schema_is_served_and_lists_exactly_the_apis_routes() -> None:
     assert document["openapi"] == "3.1.0"
     documented = {path.removeprefix("/api/v1/") for path in document["paths"]}
     declared = {
-        str(p.pattern).replace("<int:pk>", "{pk}")
+        str(p.pattern).replace("<int:pk>", "{pk}").replace("<path:thread_id>", "{thread_id}")
         for p in api_urls.urlpatterns
         if isinstance(p, URLPattern)
     }

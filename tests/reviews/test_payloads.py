@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from beamweaver_core.agent.messages import Message
+from beamweaver_core.messages import Message
 from reviews.diffs import args_diff
 from reviews.forms import restore_redacted
 from reviews.payloads import PayloadError, canonical, check_value, digest, parse_json

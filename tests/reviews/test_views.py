@@ -12,7 +12,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
-from beamweaver_core.agent.review import HITL
+from beamweaver_core.agent import HITL
 from beamweaver_core.models import Run
 from beamweaver_core.runtime import service
 from reviews.models import AuditEvent, Decision, ReviewItem

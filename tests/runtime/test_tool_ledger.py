@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from django.db import connection
 
-from beamweaver_core.agent.messages import Message
 from beamweaver_core.exceptions import StaleWriterError
+from beamweaver_core.messages import Message
 from beamweaver_core.models import ToolExecution
 from beamweaver_core.runtime import service
 from beamweaver_core.runtime.queue import claim_next_run, sweep_expired_leases

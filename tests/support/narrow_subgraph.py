@@ -1,4 +1,4 @@
-"""A child process for tests/test_checkpoint_postgres_processes.py: resume a thread that
+"""A child process for tests/checkpoint/test_postgres_processes.py: resume a thread that
 paused inside a subgraph sharing only some keys with its parent (issue 20).
 
 Run as `python tests/support/narrow_subgraph.py THREAD ANSWER` with `DATABASE_URL` naming

@@ -1,4 +1,4 @@
-"""A child process for tests/test_checkpoint_postgres_processes.py: resume paused threads.
+"""A child process for tests/checkpoint/test_postgres_processes.py: resume paused threads.
 
 Run as `python tests/support/resume_race.py NAME BARRIER_DIR THREAD...` with
 `DATABASE_URL` naming the test database. For each thread it resumes the pending interrupt

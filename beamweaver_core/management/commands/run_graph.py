@@ -8,17 +8,24 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from beamweaver_core import json_input
 from beamweaver_core.exceptions import BeamWeaverError
 from beamweaver_core.models import Run
 from beamweaver_core.runtime import registry, service
+from beamweaver_core.runtime.context import MAX_CONTEXT_BYTES
 from beamweaver_core.runtime.foreground import run_here, run_outcome
+
+MAX_INPUT_BYTES = 256 * 1024
+"""The largest `--input`, as the API's largest body."""
 
 
 class Command(BaseCommand):
     help = (
         "Start a run of a registered graph and execute it in this process; print its outcome "
-        "(and the pending interrupts, if it paused) as JSON. Exit status: 0 completed or "
-        "paused, 1 bad input, 2 the run failed."
+        "(and the pending interrupts, if it paused) as JSON. --input and --context are parsed "
+        "as the review API parses a body: at most 256 KiB / 64 KiB and 32 levels deep, no key "
+        "twice, no NUL, lone surrogate or NaN. Exit status: 0 completed or paused, 1 bad "
+        "input, 2 the run failed."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -58,7 +65,7 @@ class Command(BaseCommand):
         thread: str | None,
         **options: Any,
     ) -> None:
-        payload = _json_object("--input", input)
+        payload = _json_object("--input", input, MAX_INPUT_BYTES)
         run_context = None if context is None else _json_object("--context", context)
         try:
             run = service.start_run(name, payload, thread_id=thread, context=run_context)
@@ -74,13 +81,16 @@ class Command(BaseCommand):
             raise CommandError(f"Run {run.id} failed.", returncode=2)
 
 
-def _json_object(option: str, text: str) -> dict[str, Any]:
+def _json_object(option: str, text: str, max_bytes: int = MAX_CONTEXT_BYTES) -> dict[str, Any]:
+    """`text` parsed as the API parses a body (size, depth and number limits, a key twice,
+    NUL, lone surrogates, NaN refused); a `CommandError` (exit status 1) naming `option`."""
     try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise CommandError(f"{option} is not valid JSON: {exc}") from None
-    except RecursionError:
-        raise CommandError(f"{option} is nested too deeply; flatten it.") from None
+        value = json_input.parse_json(text, what=option, max_bytes=max_bytes)
+    except json_input.PayloadError as exc:
+        message = str(exc)
+        raise CommandError(
+            message if message.startswith(option) else f"{option}: {message}"
+        ) from None
     if not isinstance(value, dict):
         raise CommandError(
             f"{option} must be a JSON object, got {type(value).__name__}: {text[:100]}"

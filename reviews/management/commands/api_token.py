@@ -1,4 +1,9 @@
-"""`manage.py api_token create|list|revoke`: API tokens for services (the admin does the same)."""
+"""`manage.py api_token create|list|revoke`: API tokens for services (the admin does the same).
+
+Whoever runs a management command holds the server's shell and its database credentials
+(a superuser in all but name), so the command may create a token for any reviewer, as a
+superuser may in the admin; like the admin, it records every token issued or revoked in
+the audit log (`token_issued` / `token_revoked`, source `command`)."""
 
 from __future__ import annotations
 
@@ -29,7 +34,8 @@ class Command(BaseCommand):
     help = (
         "Manage API tokens of the review API. `create --user NAME --name SERVICE` prints the "
         "token once (only its hash is stored); `list` shows them; `revoke KEY` stops one. "
-        "A token acts as its user, who needs the reviewer permission."
+        "A token acts as its user, who needs the reviewer permission. Every token issued or "
+        "revoked is recorded in the audit log."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -51,7 +57,7 @@ class Command(BaseCommand):
                     f"No active user {options['user']!r} with the reviewer permission "
                     "(reviews.review)."
                 )
-            token, raw = ApiToken.objects.issue(user, options["name"])
+            token, raw = ApiToken.objects.issue(user, options["name"], source="command")
             if as_json:
                 self.stdout.write(json.dumps({**describe(token), "token": raw}, sort_keys=True))
             else:
@@ -70,7 +76,7 @@ class Command(BaseCommand):
         token = ApiToken.objects.select_related("user").filter(key=options["key"]).first()
         if token is None:
             raise CommandError(f"No token with key {options['key']!r} (see `api_token list`).")
-        token.revoke()
+        token.revoke(source="command")
         if as_json:
             self.stdout.write(json.dumps(describe(token), sort_keys=True))
         else:

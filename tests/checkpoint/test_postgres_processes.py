@@ -18,7 +18,7 @@ from tests.support import narrow_subgraph
 from tests.support.processes import child_env
 from tests.support.resume_race import build_graph
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CHILD = ROOT / "tests" / "support" / "resume_race.py"
 ROUNDS = 5
 

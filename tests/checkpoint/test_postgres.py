@@ -19,9 +19,13 @@ from django.db import IntegrityError, OperationalError, connection, connections,
 from beamweaver_core.checkpoint import MemoryCheckpointer, PostgresCheckpointer
 from beamweaver_core.checkpoint.types import Checkpoint, TaskRecord, TaskSpec
 from beamweaver_core.exceptions import StaleWriterError, ThreadBusyError
-from beamweaver_core.graph import END, START, Graph
+from beamweaver_core.graph import END, START, Completed, Graph, Interrupted, interrupt
 from beamweaver_core.models import Run, Thread
-from tests.contract.checkpointer_contract import CheckpointerContract, cfg, make_checkpoint
+from tests.checkpoint.contract.checkpointer_contract import (
+    CheckpointerContract,
+    cfg,
+    make_checkpoint,
+)
 
 # Real commits: the engine runs subgraph tasks on other threads, whose connections could
 # not see a test transaction.
@@ -546,3 +550,28 @@ def test_the_write_hook_runs_inside_the_write_transaction(
             thread, "", [make_checkpoint(thread, 2, {"v": 2}, parent=first.checkpoint)]
         )
     assert calls == ["mark", "mark"]
+
+
+async def test_a_subgraph_without_a_checkpointer_of_its_own_pauses_and_resumes_under_ainvoke(
+    thread: str,
+) -> None:
+    """A subgraph saves to its root's checkpointer, so under `ainvoke` its reads of that
+    checkpointer run off the event loop like the root's (Django refuses database calls
+    made on it)."""
+    inner = (
+        Graph(name="inner")
+        .add_node("ask", lambda s: {"answer": interrupt("Proceed?")})
+        .add_edge(START, "ask")
+        .compile()
+    )
+    outer = (
+        Graph(name="outer")
+        .add_node("inner", inner)
+        .add_edge(START, "inner")
+        .compile(checkpointer=PostgresCheckpointer())
+    )
+    paused = await outer.ainvoke({}, cfg(thread))
+    assert isinstance(paused, Interrupted)
+    assert paused.interrupt.value == "Proceed?"
+    done = await outer.aresume("yes", cfg(thread))
+    assert done == Completed(state={"answer": "yes"})

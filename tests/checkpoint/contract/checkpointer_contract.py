@@ -1,7 +1,7 @@
 """The checkpointer contract, written once and run against every checkpointer.
 
 A test module subclasses `CheckpointerContract` and provides a `checkpointer` fixture
-(see tests/test_checkpoint_memory.py and tests/test_checkpoint_postgres.py). The engine
+(see tests/checkpoint/test_memory.py and tests/checkpoint/test_postgres.py). The engine
 scenarios at the end run whole graphs, so a backend passes only if the engine behaves the
 same on it.
 """
@@ -16,11 +16,11 @@ from typing import Any
 
 import pytest
 
-from beamweaver_core.agent.messages import Message, ToolCall
 from beamweaver_core.checkpoint.base import Checkpointer
 from beamweaver_core.checkpoint.types import Checkpoint, NewCheckpoint, TaskRecord, TaskSpec
 from beamweaver_core.exceptions import ThreadBusyError
 from beamweaver_core.graph import END, START, Command, Graph, Interrupt, Send, interrupt
+from beamweaver_core.messages import Message, ToolCall
 
 
 def make_checkpoint(

@@ -9,7 +9,7 @@ import pytest
 from beamweaver_core.checkpoint import MemoryCheckpointer
 from beamweaver_core.checkpoint.encoding import SNAPSHOT_MIN, plan_storage
 from beamweaver_core.graph import END, START, Graph
-from tests.contract.checkpointer_contract import CheckpointerContract
+from tests.checkpoint.contract.checkpointer_contract import CheckpointerContract
 
 
 class TestMemoryCheckpointer(CheckpointerContract):

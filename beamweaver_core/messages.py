@@ -1,4 +1,8 @@
-"""Chat messages and tool calls: frozen, JSON-serializable value objects."""
+"""Chat messages and tool calls: frozen, JSON-serializable value objects.
+
+The vocabulary the chat models (`llm`) and the agent layer (`agent`) share, so it sits
+below both; checkpoints store these types in their typed envelope (`checkpoint.serde`).
+"""
 
 from __future__ import annotations
 
@@ -174,14 +178,3 @@ class ToolCallEdits:
 
 
 __all__ = ["ORIGINAL_TOOL_CALLS_KEY", "Message", "Role", "ToolCall", "ToolCallEdits", "ToolStatus"]
-
-
-def _register() -> None:
-    from beamweaver_core.checkpoint.serde import register_type
-
-    register_type(Message, "message", Message.to_dict, Message.from_dict)
-    register_type(ToolCall, "tool_call", ToolCall.to_dict, ToolCall.from_dict)
-    register_type(ToolCallEdits, "tool_call_edits", ToolCallEdits.to_dict, ToolCallEdits.from_dict)
-
-
-_register()

@@ -1,14 +1,16 @@
-"""How the engine calls user code: node and router specs, with their signatures read once."""
+"""What a compiled graph is made of: node and router specs (with the signatures of the
+user's callables read once), joins, and `GraphDefinition`, the checked structure the loop
+runs. A node may itself be a graph, so the node spec and the definition live together."""
 
 from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from beamweaver_core.graph.compiled import CompiledGraph
+from beamweaver_core.graph.state import Reducer
+from beamweaver_core.types import END
 
 
 def _callable_target(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -45,10 +47,6 @@ def runtime_parameter(fn: Callable[..., Any]) -> str | None:
     return "positional" if required >= 2 else None
 
 
-def takes_second_argument(fn: Callable[..., Any]) -> bool:
-    return runtime_parameter(fn) is not None
-
-
 def call_with_runtime(fn: Callable[..., Any], how: str | None, arg: Any, runtime: Any) -> Any:
     if how is None:
         return fn(arg)
@@ -65,7 +63,7 @@ class NodeSpec:
     fn: Callable[..., Any] | None
     is_async: bool
     runtime: str | None
-    subgraph: CompiledGraph | None = None
+    subgraph: GraphDefinition | None = None
 
     @property
     def takes_runtime(self) -> bool:
@@ -76,11 +74,13 @@ class NodeSpec:
         return call_with_runtime(self.fn, self.runtime, arg, runtime)
 
     @classmethod
-    def of(cls, name: str, target: Any) -> NodeSpec:
-        from beamweaver_core.graph.compiled import CompiledGraph
+    def nested(cls, name: str, graph: GraphDefinition) -> NodeSpec:
+        """A node that runs `graph` as a subgraph."""
+        return cls(name=name, fn=None, is_async=False, runtime=None, subgraph=graph)
 
-        if isinstance(target, CompiledGraph):
-            return cls(name=name, fn=None, is_async=False, runtime=None, subgraph=target)
+    @classmethod
+    def of(cls, name: str, target: Callable[..., Any]) -> NodeSpec:
+        """A node that calls `target`."""
         return cls(
             name=name,
             fn=target,
@@ -132,12 +132,45 @@ class Join:
     target: str
 
 
+class GraphDefinition:
+    """A checked graph: its nodes, static edges (`successors`), joins, conditional edges
+    (`branches`), reducers, schema keys and static breakpoints. What the loop runs; a
+    `CompiledGraph` is one with a checkpointer and the methods to run it."""
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        nodes: dict[str, NodeSpec],
+        successors: dict[str, tuple[str, ...]],
+        joins: tuple[Join, ...],
+        branches: dict[str, tuple[Branch, ...]],
+        reducers: dict[str, Reducer],
+        keys: frozenset[str] | None,
+        interrupt_before: frozenset[str],
+        interrupt_after: frozenset[str],
+    ) -> None:
+        self.name = name
+        self.nodes = nodes
+        self.successors = {k: tuple(t for t in v if t != END) for k, v in successors.items()}
+        self.joins = joins
+        self.joins_by_source: dict[str, tuple[Join, ...]] = {}
+        for join in joins:
+            for source in join.sources:
+                self.joins_by_source[source] = (*self.joins_by_source.get(source, ()), join)
+        self.branches = branches
+        self.reducers = reducers
+        self.keys = keys
+        self.interrupt_before = interrupt_before
+        self.interrupt_after = interrupt_after
+
+
 __all__ = [
     "Branch",
+    "GraphDefinition",
     "Join",
     "NodeSpec",
     "call_with_runtime",
     "is_async_callable",
     "runtime_parameter",
-    "takes_second_argument",
 ]

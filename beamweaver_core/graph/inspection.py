@@ -1,0 +1,122 @@
+"""Reading a thread's saved state: `StateSnapshot`s of a checkpoint and of the history.
+
+A snapshot shows the values with the writes of finished tasks of a paused step applied,
+the nodes that run next, each task (with a subgraph's own state when asked for), and
+the pending interrupts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from beamweaver_core.checkpoint.base import Checkpointer
+from beamweaver_core.checkpoint.types import Checkpoint
+from beamweaver_core.exceptions import CheckpointNotFoundError
+from beamweaver_core.graph.definition import GraphDefinition
+from beamweaver_core.graph.loop import RunLoop, no_checkpoint
+from beamweaver_core.types import StateSnapshot, TaskInfo
+
+Config = dict[str, Any]
+
+
+def state(
+    graph: GraphDefinition,
+    checkpointer: Checkpointer,
+    thread_id: str,
+    config: Config,
+    subgraphs: bool,
+) -> StateSnapshot:
+    """The thread's latest state (or that of the checkpoint `config` names)."""
+    checkpoint_id = (config.get("configurable") or {}).get("checkpoint_id")
+    cp = checkpointer.load(thread_id, "", checkpoint_id)
+    if cp is None:
+        if checkpoint_id is not None:
+            raise CheckpointNotFoundError(no_checkpoint(thread_id, checkpoint_id))
+        return StateSnapshot(
+            {},
+            (),
+            {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}},
+            {},
+            None,
+            None,
+            (),
+            (),
+        )
+    return snapshot(graph, cp, config, subgraphs, checkpointer)
+
+
+def history(
+    graph: GraphDefinition,
+    checkpointer: Checkpointer,
+    thread_id: str,
+    config: Config,
+    limit: int | None,
+    before: str | None,
+) -> Iterator[StateSnapshot]:
+    """Snapshots of the thread, newest first."""
+    for cp in checkpointer.history(thread_id, "", before=before, limit=limit):
+        yield snapshot(graph, cp, config, False, checkpointer)
+
+
+def snapshot(
+    graph: GraphDefinition,
+    cp: Checkpoint,
+    config: Config,
+    subgraphs: bool,
+    checkpointer: Checkpointer,
+) -> StateSnapshot:
+    """The snapshot of checkpoint `cp` (a subgraph keeps its checkpoints in its root's
+    `checkpointer`, at any depth)."""
+    loop = RunLoop.reading(graph, cp, dict(config))
+    tasks: list[TaskInfo] = []
+    next_names: list[str] = []
+    for task in cp.tasks:
+        record = loop.records.get(task.id)
+        done = record is not None and record.status == "done"
+        if not done:
+            next_names.append(task.name)
+        child_state: Any = None
+        spec = graph.nodes.get(task.name)
+        if spec is not None and spec.subgraph is not None:
+            task_ns = f"{cp.ns}|{task.name}:{task.id}" if cp.ns else f"{task.name}:{task.id}"
+            child_ns = f"{task_ns}|{spec.subgraph.name}"
+            child_config = {"configurable": {"thread_id": cp.thread_id, "checkpoint_ns": child_ns}}
+            if subgraphs:
+                child_cp = checkpointer.load(cp.thread_id, child_ns)
+                child_state = (
+                    snapshot(spec.subgraph, child_cp, child_config, True, checkpointer)
+                    if child_cp
+                    else None
+                )
+            else:
+                child_state = child_config
+        tasks.append(
+            TaskInfo(
+                id=task.id,
+                name=task.name,
+                path=task.path,
+                interrupts=record.interrupts if record is not None else (),
+                state=child_state,
+                result=dict(record.writes) if done and record is not None else None,
+            )
+        )
+    metadata = {k: v for k, v in cp.metadata.items() if not k.startswith("_")}
+    metadata.update(source=cp.source, step=cp.step)
+    metadata.setdefault("parents", {})
+    base = {"thread_id": cp.thread_id, "checkpoint_ns": cp.ns}
+    return StateSnapshot(
+        values=loop.interrupted_state(),
+        next=tuple(next_names),
+        config={"configurable": {**base, "checkpoint_id": cp.id}},
+        metadata=metadata,
+        created_at=cp.created_at,
+        parent_config={"configurable": {**base, "checkpoint_id": cp.parent_id}}
+        if cp.parent_id
+        else None,
+        tasks=tuple(tasks),
+        interrupts=loop.pending_interrupts(),
+    )
+
+
+__all__ = ["history", "snapshot", "state"]

@@ -1,0 +1,108 @@
+"""Who may cancel a run, and cancelling a thread's active run for a user (the thread page
+and the review API ask here; the admin's action needs the permission below).
+
+Cancelling a run also cancels every pending review item of its thread, so it must not let
+anyone end what they could not have ended otherwise. A user who may see the thread (else
+404, as for one that does not exist) may cancel its active run when they are:
+
+- the run's **requester** (`Run.requester_id`: who started the thread's work, the same
+  person the no-self-approval rule names);
+- a reviewer who may **reject every pending item** of the thread right now (a decider of
+  each, and none claimed by someone else: `permissions.decision_refusal`), since a
+  cancel then rejects nothing they could not reject; or
+- a holder of **`beamweaver_core.cancel_run`** ("Can cancel any run"): operators, and the
+  only right the admin's cancel action accepts.
+
+Managers (`reviews.manage`) see every thread but get no right to cancel from that alone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import transaction
+
+from beamweaver_core.exceptions import BeamWeaverError
+from beamweaver_core.models import Run, Thread
+from beamweaver_core.runtime import service as runtime_service
+from reviews.models import ReviewItem
+from reviews.permissions import Refusal, can_review, decision_refusal, visible_threads
+
+CANCEL_PERMISSION = "beamweaver_core.cancel_run"
+ACTIVE = (Run.Status.QUEUED, Run.Status.RUNNING, Run.Status.INTERRUPTED)
+NOT_ALLOWED = (
+    "You may not cancel this run: its requester, a reviewer who may reject every review it "
+    "waits for, or a holder of the permission “Can cancel any run” may cancel it."
+)
+
+
+@dataclass(frozen=True)
+class CancelOutcome:
+    """What a cancel did; `status` is the HTTP status to answer with."""
+
+    status: int
+    code: str
+    message: str
+    run: Run | None = None
+
+
+def active_run(thread: Thread) -> Run | None:
+    """The thread's newest queued, running or interrupted run."""
+    return Run.objects.filter(thread=thread, status__in=ACTIVE).order_by("-created_at").first()
+
+
+def cancel_refusal(user: Any, run: Run) -> Refusal | None:
+    """Why `user` may not cancel `run` (`None`: they may); see the module's rule. The
+    caller has checked that `user` sees the run's thread."""
+    if not can_review(user):
+        return Refusal(403, "not_allowed", NOT_ALLOWED)
+    if user.has_perm(CANCEL_PERMISSION):
+        return None
+    requester = run.requester_id()
+    if requester is not None and requester == user.pk:
+        return None
+    pending = ReviewItem.objects.filter(
+        thread_id=run.thread_id, status=ReviewItem.Status.PENDING
+    ).select_related("claimed_by")
+    items = list(pending)
+    if items and all(decision_refusal(user, item, executes=False) is None for item in items):
+        return None
+    return Refusal(403, "not_allowed", NOT_ALLOWED)
+
+
+def may_cancel(user: Any, run: Run | None) -> bool:
+    """Whether the thread page offers `user` the cancel button for `run`."""
+    return run is not None and cancel_refusal(user, run) is None
+
+
+def cancel(user: Any, thread_id: str) -> CancelOutcome:
+    """Cancel the active run of the thread `thread_id` for `user`, if the rule allows."""
+    thread = visible_threads(user).filter(id=thread_id).first()
+    if thread is None:
+        return CancelOutcome(404, "not_found", "No such thread.")
+    with transaction.atomic():
+        # The run's lock first (as the decision service takes it), so no decision lands
+        # between the check and the cancel.
+        found = active_run(thread)
+        run = found and Run.objects.select_for_update().filter(pk=found.pk).first()
+        if run is None or run.status not in ACTIVE:
+            return CancelOutcome(409, "no_active_run", "The thread has no active run to cancel.")
+        refusal = cancel_refusal(user, run)
+        if refusal is not None:
+            return CancelOutcome(refusal.status, refusal.code, refusal.message, run)
+        try:
+            cancelled = runtime_service.cancel_run(run.id, user=user)
+        except (BeamWeaverError, LookupError) as exc:
+            return CancelOutcome(409, "not_cancellable", str(exc), run)
+    return CancelOutcome(200, "cancelled", "The run was cancelled.", cancelled)
+
+
+__all__ = [
+    "CANCEL_PERMISSION",
+    "CancelOutcome",
+    "active_run",
+    "cancel",
+    "cancel_refusal",
+    "may_cancel",
+]
