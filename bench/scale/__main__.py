@@ -33,13 +33,15 @@ def _parser() -> argparse.ArgumentParser:
         command.add_argument("--pending", type=int, default=fixture.PENDING)
         if name == "build":
             command.add_argument("--rebuild", action="store_true")
-    commands.add_parser("status")
-    commands.add_parser("drop")
+    for name in ("status", "drop", "plans"):
+        command = commands.add_parser(name)
+        command.add_argument("--threads", type=int, default=fixture.THREADS)
+        command.add_argument("--pending", type=int, default=fixture.PENDING)
+        if name == "plans":
+            command.add_argument("--json", action="store_true")
     side = commands.add_parser("side")
     side.add_argument("action")
     side.add_argument("params", nargs="?", default="{}")
-    plans = commands.add_parser("plans")
-    plans.add_argument("--json", action="store_true")
     return parser
 
 
@@ -49,9 +51,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "build":
         print(json.dumps(fixture.ensure(args.threads, args.pending, rebuild=args.rebuild)))
     elif args.command == "status":
-        print(json.dumps(fixture.marker(fixture.dsn())))
+        print(json.dumps(fixture.marker(fixture.dsn(args.threads, args.pending))))
     elif args.command == "drop":
-        fixture.drop()
+        fixture.drop(args.threads, args.pending)
     elif args.command == "rows":
         import django
 
@@ -66,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     elif args.command == "plans":
         from bench.scale import plans as query_plans
 
-        return query_plans.main(fixture.dsn(), as_json=args.json)
+        return query_plans.main(fixture.dsn(args.threads, args.pending), as_json=args.json)
     return 0
 
 

@@ -49,8 +49,13 @@ SPAN = timedelta(days=30)
 BATCH = 20_000
 
 
-def dsn() -> str:
-    return os.environ.get("BENCH_SCALE_DSN") or pg.with_database(pg.dsn(), DATABASE)
+def dsn(threads: int = THREADS, pending: int = PENDING) -> str:
+    """The fixture of these sizes: `bench_scale` for the published ones (or
+    `BENCH_SCALE_DSN`), `bench_scale_<threads>_<pending>` for others (`--quick`), so a
+    small build never replaces the big one."""
+    if (threads, pending) == (THREADS, PENDING):
+        return os.environ.get("BENCH_SCALE_DSN") or pg.with_database(pg.dsn(), DATABASE)
+    return pg.with_database(pg.dsn(), f"{DATABASE}_{threads}_{pending}")
 
 
 def env(url: str) -> dict[str, str]:
@@ -107,7 +112,7 @@ def ensure(
 ) -> dict[str, Any]:
     """The fixture at `dsn()`, built if it is missing, incomplete, of another version or
     other sizes (or `rebuild`); migrated to the tree's migrations either way. Its marker."""
-    url = dsn()
+    url = dsn(threads, pending)
     want = {"version": FIXTURE_VERSION, "threads": threads, "pending": pending}
     found = marker(url)
     if (
@@ -147,8 +152,8 @@ def ensure(
     return done
 
 
-def drop() -> None:
-    url = dsn()
+def drop(threads: int = THREADS, pending: int = PENDING) -> None:
+    url = dsn(threads, pending)
     with pg.connect(pg.with_database(url, "postgres")) as conn:
         conn.execute(
             sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
@@ -196,38 +201,38 @@ def write_rows(threads: int, pending: int) -> dict[str, int]:
     real_pending = sum(1 for *_, d in real if not d) + len(TOOLS)
     n = max(0, threads - SAMPLE - len(templates))
     paused = max(0, pending - real_pending)
-    conn = pg.connect(dsn())
-    try:
-        bulk.prepare(conn)
-        for tid in templates.values():
-            bulk.capture(conn, tid)
-        statements = {name: bulk.insert_statements(conn, name) for name in templates}
-        times = bulk.template_times(conn)
-        first = bulk.reserve_item_ids(conn, n)
-        if conn.execute("SELECT rolsuper FROM pg_roles WHERE rolname = current_user").fetchone()[0]:
-            # Rows cloned from checked templates reference rows of the same batch: skip the
-            # per-row foreign key triggers, as pg_restore --disable-triggers does.
-            conn.execute("SET session_replication_role = replica")
-        end = datetime.now(UTC) - timedelta(minutes=5)
-        start = end - SPAN
-        step = SPAN / max(1, n)
-        batch: list[bulk.Clone] = []
-        written = 0
-        started = time.monotonic()
-        for i, graph, decided in plan(n, paused):
-            base = recipe.new_base(graph, decided, customer(i), f"ord-{i:07d}", first + i)
-            batch.append(bulk.Clone(i, recipe.kind(graph, decided), base, start + step * i))
-            if len(batch) == BATCH:
-                written += bulk.write(conn, batch, statements, times)
-                batch = []
-                rate = written / (time.monotonic() - started)
-                logger.info("  %d / %d threads cloned (%.0f/s)", written, n, rate)
-        written += bulk.write(conn, batch, statements, times)
-        conn.execute("RESET session_replication_role")
-        logger.info("vacuum analyze")
-        for table, _ in bulk.TABLES:
-            conn.execute(sql.SQL("VACUUM (ANALYZE) {}").format(sql.Identifier(table)))
-        conn.execute("VACUUM (ANALYZE)")
-    finally:
-        conn.close()
+    from django.db import connection
+
+    connection.ensure_connection()
+    conn = connection.connection  # autocommit, as Django keeps it outside transactions
+    bulk.prepare(conn)
+    for tid in templates.values():
+        bulk.capture(conn, tid)
+    statements = {name: bulk.insert_statements(conn, name) for name in templates}
+    times = bulk.template_times(conn)
+    first = bulk.reserve_item_ids(conn, n)
+    if conn.execute("SELECT rolsuper FROM pg_roles WHERE rolname = current_user").fetchone()[0]:
+        # Rows cloned from checked templates reference rows of the same batch: skip the
+        # per-row foreign key triggers, as pg_restore --disable-triggers does.
+        conn.execute("SET session_replication_role = replica")
+    end = datetime.now(UTC) - timedelta(minutes=5)
+    start = end - SPAN
+    step = SPAN / max(1, n)
+    batch: list[bulk.Clone] = []
+    written = 0
+    started = time.monotonic()
+    for i, graph, decided in plan(n, paused):
+        base = recipe.new_base(graph, decided, customer(i), f"ord-{i:07d}", first + i)
+        batch.append(bulk.Clone(i, recipe.kind(graph, decided), base, start + step * i))
+        if len(batch) == BATCH:
+            written += bulk.write(conn, batch, statements, times)
+            batch = []
+            rate = written / (time.monotonic() - started)
+            logger.info("  %d / %d threads cloned (%.0f/s)", written, n, rate)
+    written += bulk.write(conn, batch, statements, times)
+    conn.execute("RESET session_replication_role")
+    logger.info("vacuum analyze")
+    for table, _ in bulk.TABLES:
+        conn.execute(sql.SQL("VACUUM (ANALYZE) {}").format(sql.Identifier(table)))
+    conn.execute("VACUUM (ANALYZE)")
     return {"templates": len(templates), "sample": SAMPLE, "cloned": written}

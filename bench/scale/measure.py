@@ -246,8 +246,9 @@ def run(params: dict[str, Any]) -> dict[str, Any]:
     """Everything above; per side its figures, and the ratios."""
     p = {**DEFAULTS, **params}
     load_before = bench_env.load()
-    marker = fixture.ensure(int(p["threads"]), int(p["pending"]))
-    urls = {"big": fixture.dsn(), "empty": _empty_database()}
+    sizes = int(p["threads"]), int(p["pending"])
+    marker = fixture.ensure(*sizes)
+    urls = {"big": fixture.dsn(*sizes), "empty": _empty_database()}
     tag = uuid.uuid4().hex[:8]
     work = Path(tempfile.mkdtemp(prefix="bench-scale-"))
     servers: dict[str, LiveServer] = {}

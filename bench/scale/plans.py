@@ -45,6 +45,11 @@ BIG_TABLES = frozenset(
 )
 """Tables that grow with every thread (the rest grow with users, groups, workers)."""
 SLOW_MS = 50.0
+FULL_SHARE = 0.5
+"""A scan that reads at least this share of a growing table's rows reads it whole, even
+through an index (a count of everything, a sort of everything before a LIMIT)."""
+MIN_ROWS = 1000
+"""Tables smaller than this are not judged by share (a slice of them may be all)."""
 SEARCH = "cust-0417"
 
 
@@ -61,7 +66,11 @@ class Verdict:
     path: str
     sql: str
     ms: float
+    paths: list[str] = field(default_factory=list)
+    """Every path that sent this statement (the first is `path`)."""
     seq_scans: list[str] = field(default_factory=list)
+    full_scans: list[str] = field(default_factory=list)
+    """Growing tables read (nearly) whole, with the share read: `bw_review_item 100%`."""
     nodes: list[str] = field(default_factory=list)
     shared_read: int = 0
     shared_hit: int = 0
@@ -114,7 +123,24 @@ def _walk(node: dict[str, Any]) -> Iterator[dict[str, Any]]:
         yield from _walk(child)
 
 
-def explain(statement: Statement) -> Verdict:
+def _sizes() -> dict[str, float]:
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT relname, reltuples FROM pg_class WHERE relname = ANY(%s)", [sorted(BIG_TABLES)]
+        )
+        return {name: float(rows) for name, rows in cursor.fetchall()}
+
+
+def _read(node: dict[str, Any]) -> float:
+    """Rows a scan node looked at: returned, and thrown away by its filters."""
+    seen = node.get("Actual Rows", 0) + node.get("Rows Removed by Filter", 0)
+    seen += node.get("Rows Removed by Index Recheck", 0)
+    return float(seen) * float(node.get("Actual Loops", 1))
+
+
+def explain(statement: Statement, sizes: dict[str, float] | None = None) -> Verdict:
     """EXPLAIN ANALYZE `statement` in a rolled-back transaction."""
     import psycopg
     from django.db import connection, transaction
@@ -143,6 +169,11 @@ def explain(statement: Statement) -> Verdict:
         verdict.nodes.append(label)
         if node["Node Type"] == "Seq Scan" and relation in BIG_TABLES:
             verdict.seq_scans.append(relation)
+        rows = (sizes or {}).get(relation or "", 0.0)
+        if relation in BIG_TABLES and rows >= MIN_ROWS and "Scan" in node["Node Type"]:
+            share = _read(node) / rows
+            if share >= FULL_SHARE:
+                verdict.full_scans.append(f"{relation} {share:.0%}")
     verdict.shared_read = int(top["Plan"].get("Shared Read Blocks", 0))
     verdict.shared_hit = int(top["Plan"].get("Shared Hit Blocks", 0))
     return verdict
@@ -212,6 +243,32 @@ def _engine_resume(thread_id: str) -> Callable[[], None]:
     return go
 
 
+PATHS = (
+    "inbox",
+    "inbox (manager)",
+    "inbox page 2,000",
+    "search",
+    "filters",
+    "decided items",
+    "item page",
+    "thread page",
+    "thread page (manager)",
+    "audit",
+    "decision POST",
+    "engine resume",
+    "claim_next_run",
+    "lease sweeper",
+    "review sweeper (deadlines, outbox)",
+    "prune_thread",
+    "metrics scrape",
+)
+
+
+def paths_names() -> tuple[str, ...]:
+    """The names of the checked paths."""
+    return PATHS
+
+
 def paths() -> dict[str, Callable[[], None]]:
     """Every path whose queries are checked, by name (needs a pending item)."""
     from beamweaver_core.checkpoint.pruning import prune_thread
@@ -226,7 +283,7 @@ def paths() -> dict[str, Callable[[], None]]:
         raise LookupError("the database has no pending review item to check the pages with")
     done = ReviewItem.objects.filter(status="decided").order_by("-created_at").first()
     thread = (done or item).thread_id
-    return {
+    found = {
         "inbox": _get(reviewer, "/"),
         "inbox (manager)": _get(manager, "/"),
         "inbox page 2,000": _get(reviewer, "/?page=2000"),
@@ -245,6 +302,8 @@ def paths() -> dict[str, Callable[[], None]]:
         "prune_thread": lambda: prune_thread(thread, 1, dry_run=True) and None,
         "metrics scrape": lambda: list(DatabaseCollector().collect()) and None,
     }
+    assert tuple(found) == PATHS
+    return found
 
 
 def check(only: list[str] | None = None) -> list[Verdict]:
@@ -260,21 +319,24 @@ def check(only: list[str] | None = None) -> list[Verdict]:
             with recording(name, recorded):
                 go()
             statements.extend(recorded)
-        seen: set[str] = set()
-        verdicts = []
+        seen: dict[str, Verdict] = {}
+        sizes = _sizes()
         for statement in statements:
             key = _normal(statement.sql)
             if key in seen:
+                if statement.path not in seen[key].paths:
+                    seen[key].paths.append(statement.path)
                 continue
-            seen.add(key)
-            verdicts.append(explain(statement))
+            seen[key] = explain(statement, sizes)
+            seen[key].paths.append(statement.path)
+        verdicts = list(seen.values())
     return verdicts
 
 
 def render(verdicts: list[Verdict]) -> str:
-    lines = ["| path | ms | seq scan of | plan | statement |", "|---|---:|---|---|---|"]
+    lines = ["| path | ms | reads whole | plan | statement |", "|---|---:|---|---|---|"]
     for v in sorted(verdicts, key=lambda v: -v.ms):
-        flag = ", ".join(v.seq_scans) or ""
+        flag = ", ".join([*(f"{t} (seq scan)" for t in v.seq_scans), *v.full_scans])
         plan = "; ".join(dict.fromkeys(v.nodes))[:160]
         text = re.sub(r"\s+", " ", v.sql)[:140].replace("|", "\\|")
         lines.append(f"| {v.path} | {v.ms:.2f} | {flag} | {plan} | `{text}` |")
@@ -302,9 +364,12 @@ def _inner(argv: list[str]) -> int:
         print(json.dumps([{**asdict(v), "slow": v.slow} for v in verdicts]))
     else:
         print(render(verdicts))
-    bad = [v for v in verdicts if v.seq_scans or v.slow]
+    bad = [v for v in verdicts if v.seq_scans or v.full_scans or v.slow]
     for v in bad:
-        print(f"plan problem: {v.path}: {v.ms} ms, seq scan of {v.seq_scans}", file=sys.stderr)
+        print(
+            f"plan problem: {v.path}: {v.ms} ms, reads {v.seq_scans + v.full_scans}",
+            file=sys.stderr,
+        )
     return 1 if bad else 0
 
 
