@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from beamweaver_core.agent.review import HITL, ActionRequest, ReviewConfig, ReviewRequest
+from beamweaver_core.agent import HITL
+from beamweaver_core.agent.review import ActionRequest, ReviewConfig, ReviewRequest
 from beamweaver_core.graph import START, CompiledGraph, Graph, interrupt
 
 TOOLS = {"scale_refund": "issue_refund", "scale_email": "send_email", "scale_notify": "notify"}

@@ -4,7 +4,7 @@ A thread the runtime wrote is a set of rows whose text carries a handful of valu
 (`Base`): the thread id, the customer and order of its input, its run ids, checkpoint
 ids, the client decision id and its review item's id. Everything else that differs
 between threads is derived from those by the product's own functions, and is computed
-here with them: task ids (`graph.loop.task_id` of the checkpoint id and node), the
+here with them: task ids (`graph.checkpoints.task_id` of the checkpoint id and node), the
 interrupt id (`graph.interrupts.interrupt_id` of the task's namespace), the payload's
 canonical text and digest (`reviews.payloads`), the approval's execution digest
 (`HITL.bind_decisions`). `tokens(base)` lists them in one fixed order, so the bulk path can
@@ -61,9 +61,9 @@ def new_base(graph: str, decided: bool, customer: str, order: str, item_id: int)
 
 def tokens(base: Base) -> list[str]:
     """Every value of the thread's rows that differs between threads, in a fixed order."""
-    from beamweaver_core.agent.review import HITL
+    from beamweaver_core.agent import HITL
     from beamweaver_core.graph.interrupts import interrupt_id
-    from beamweaver_core.graph.loop import task_id
+    from beamweaver_core.graph.checkpoints import task_id
     from bench.scale.graphs import review_request
     from reviews import payloads
 
