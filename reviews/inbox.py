@@ -76,15 +76,18 @@ class InboxQuery:
         return items.order_by("created_at", "id")
 
 
-class BoundedPaginator(Paginator):
-    """Counts the matching items only as far as the asked page needs (`COUNT_CAP`, or
-    through the page after the asked one), and reads a page's ids from the listing index
-    before its rows (a deep page's OFFSET then skips index entries, not rows).
-    `capped`: there are more items than `count` says (the page shows "+")."""
+class CappedPaginator(Paginator):
+    """Counts the matching rows only as far as the asked page needs: `COUNT_CAP`, or
+    through the page after the asked one (deep pages and "Later" keep working).
+    `capped`: there are more rows than `count` says (the page shows "+")."""
 
-    def __init__(self, matching: QuerySet[ReviewItem], number: int) -> None:
-        super().__init__(matching, PAGE_SIZE)
-        self.limit = max(COUNT_CAP, (number + 1) * PAGE_SIZE)
+    def __init__(self, matching: QuerySet[Any], per_page: int, number: Any) -> None:
+        super().__init__(matching, per_page)
+        try:
+            asked = max(1, int(number or 1))
+        except (TypeError, ValueError):
+            asked = 1
+        self.limit = max(COUNT_CAP, (min(asked, 10_000) + 1) * per_page)
         self.capped = False
 
     @cached_property
@@ -92,6 +95,14 @@ class BoundedPaginator(Paginator):
         found = self.object_list.order_by()[: self.limit + 1].count()
         self.capped = found > self.limit
         return min(found, self.limit)
+
+
+class BoundedPaginator(CappedPaginator):
+    """The inbox's: counted as `CappedPaginator`, and a page's ids read from the listing
+    index before its rows (a deep page's OFFSET then skips index entries, not rows)."""
+
+    def __init__(self, matching: QuerySet[ReviewItem], number: int) -> None:
+        super().__init__(matching, PAGE_SIZE, number)
 
     def page(self, number: Any) -> Page[ReviewItem]:
         number = self.validate_number(number)
@@ -200,6 +211,7 @@ __all__ = [
     "PAGE_SIZE",
     "STATUSES",
     "BoundedPaginator",
+    "CappedPaginator",
     "InboxQuery",
     "choices",
     "counts",

@@ -123,6 +123,12 @@ def _walk(node: dict[str, Any]) -> Iterator[dict[str, Any]]:
         yield from _walk(child)
 
 
+def _cap() -> int:
+    from reviews.inbox import COUNT_CAP
+
+    return COUNT_CAP
+
+
 def _sizes() -> dict[str, float]:
     from django.db import connection
 
@@ -160,6 +166,8 @@ def explain(statement: Statement, sizes: dict[str, float] | None = None) -> Verd
         pass
     top = (plan if isinstance(plan, list) else json.loads(plan))[0]
     nodes = list(_walk(top["Plan"]))
+    # A count stopped at the inbox's cap reads at most that many entries at any size.
+    bounded = f"LIMIT {_cap() + 1})" in " ".join(statement.sql.split())
     verdict = Verdict(statement.path, statement.sql, round(float(top["Execution Time"]), 3))
     for node in nodes:
         relation = node.get("Relation Name")
@@ -170,7 +178,12 @@ def explain(statement: Statement, sizes: dict[str, float] | None = None) -> Verd
         if node["Node Type"] == "Seq Scan" and relation in BIG_TABLES:
             verdict.seq_scans.append(relation)
         rows = (sizes or {}).get(relation or "", 0.0)
-        if relation in BIG_TABLES and rows >= MIN_ROWS and "Scan" in node["Node Type"]:
+        if (
+            relation in BIG_TABLES
+            and not bounded
+            and rows >= MIN_ROWS
+            and "Scan" in node["Node Type"]
+        ):
             share = _read(node) / rows
             if share >= FULL_SHARE:
                 verdict.full_scans.append(f"{relation} {share:.0%}")

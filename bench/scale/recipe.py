@@ -62,8 +62,8 @@ def new_base(graph: str, decided: bool, customer: str, order: str, item_id: int)
 def tokens(base: Base) -> list[str]:
     """Every value of the thread's rows that differs between threads, in a fixed order."""
     from beamweaver_core.agent import HITL
-    from beamweaver_core.graph.interrupts import interrupt_id
     from beamweaver_core.graph.checkpoints import task_id
+    from beamweaver_core.graph.interrupts import interrupt_id
     from bench.scale.graphs import review_request
     from reviews import payloads
 
