@@ -60,7 +60,7 @@ def setup(p: dict[str, Any]) -> dict[str, Any]:
         .order_by("created_at", "id")
         .values("id", "thread_id")
         .first()
-    ) or {"id": items[0]["id"], "thread_id": ""}
+    ) or {"id": items[0]["id"], "thread_id": _thread_id(tag, "decide", 0)}
     return {
         "reviewer": _fields(reviewer),
         "deciders": [_fields(d) for d in deciders],
