@@ -183,6 +183,9 @@ class Run(models.Model):
         RESUME = "resume"
 
     class Status(models.TextChoices):
+        # Enqueued behind the thread's queued run (`start_run(enqueue=True)`); queued in
+        # its turn when the runs before it have run.
+        WAITING = "waiting"
         QUEUED = "queued"
         RUNNING = "running"
         INTERRUPTED = "interrupted"
@@ -201,6 +204,12 @@ class Run(models.Model):
         blank=True,
         help_text="The graph's runtime.context (a JSON object): who requested the run, and "
         "what the caller gave; a resume carries on the context of the run it continues.",
+    )
+    options = ExactJSONField(
+        null=True,
+        blank=True,
+        help_text="How to run beyond the input (a JSON object, see runtime.options): config, "
+        "checkpoint_id to fork from, interrupt_before/after, goto and update.",
     )
     result = ExactJSONField(null=True, blank=True)
     error = models.TextField(blank=True, default="")

@@ -97,6 +97,7 @@ INSTALLED_APPS = [
     "django_htmx",
     "template_partials",
     "beamweaver_core.apps.BeamWeaverCoreConfig",
+    "beamweaver_core.protocol.apps.ProtocolConfig",
     "reviews.apps.ReviewsConfig",
 ]
 
@@ -318,4 +319,18 @@ BEAMWEAVER: dict[str, Any] = {
     "METRICS_ACCESS": os.environ.get("BEAMWEAVER_METRICS_ACCESS", "private"),
     "METRICS_TOKEN": os.environ.get("BEAMWEAVER_METRICS_TOKEN", ""),
     "TRACE_TOOL_ARGUMENTS": _env_bool("BEAMWEAVER_TRACE_TOOL_ARGUMENTS", False),
+    # The LangGraph Platform protocol under /lg (docs/protocol.md). Streams and waits read
+    # Postgres on every hint and at least every LG_POLL_SECONDS (LG_FALLBACK_POLL_SECONDS
+    # when the channel layer is down); a stream of a running run ends after
+    # LG_STREAM_MAX_BYTES (clients resume it with Last-Event-ID). Run webhooks are signed
+    # with LG_WEBHOOK_SECRET and may only call LG_WEBHOOK_HOSTS ("host" or "*.domain").
+    # LG_CORS_ORIGINS: browser origins allowed to call /lg.
+    "LG_POLL_SECONDS": float(os.environ.get("BEAMWEAVER_LG_POLL_SECONDS", "2")),
+    "LG_FALLBACK_POLL_SECONDS": float(os.environ.get("BEAMWEAVER_LG_FALLBACK_POLL_SECONDS", "0.5")),
+    "LG_STREAM_MAX_BYTES": int(
+        os.environ.get("BEAMWEAVER_LG_STREAM_MAX_BYTES", str(4 * 1024 * 1024))
+    ),
+    "LG_WEBHOOK_SECRET": os.environ.get("BEAMWEAVER_LG_WEBHOOK_SECRET", ""),
+    "LG_WEBHOOK_HOSTS": _env_list("BEAMWEAVER_LG_WEBHOOK_HOSTS", []),
+    "LG_CORS_ORIGINS": _env_list("BEAMWEAVER_LG_CORS_ORIGINS", []),
 }

@@ -12,9 +12,12 @@ class ReviewsConfig(AppConfig):
         from django.db.models.signals import post_save
 
         from beamweaver_core.observability import collectors
+        from beamweaver_core.runtime.access import register_access
+        from beamweaver_core.runtime.answers import register_answers
         from beamweaver_core.runtime.signals import run_finished, run_paused, worker_tick
         from reviews import checks, metrics, receivers, sweeper  # noqa: F401  (checks registers)
         from reviews.models import Decision
+        from reviews.ports import ReviewsAccess, ReviewsAnswers
 
         collectors.register(metrics.pending_metrics)
         post_save.connect(
@@ -24,3 +27,6 @@ class ReviewsConfig(AppConfig):
         run_paused.connect(receivers.on_run_paused, dispatch_uid="reviews.run_paused")
         run_finished.connect(receivers.on_run_finished, dispatch_uid="reviews.run_finished")
         worker_tick.connect(sweeper.on_worker_tick, dispatch_uid="reviews.sweeper")
+        # The protocol under /lg authenticates, filters and decides through these.
+        register_access(ReviewsAccess())
+        register_answers(ReviewsAnswers())

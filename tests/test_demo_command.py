@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from langgraph_sdk import get_sync_client
 
 from beamweaver_core.embedded_postgres import stop_server
 from beamweaver_core.models import Run
@@ -98,6 +99,14 @@ def test_demo_serves_the_inbox_and_its_requests_wait_for_review(tmp_path: Path) 
     with demo(env, log) as url:
         status, page = get(url)
         assert status == 200 and "password" in page.lower()
+        # The printed /lg URL and token work with the official client as printed.
+        printed = re.search(
+            r"LangGraph API: (\S+)/lg  \(API token of reviewer: (bw_\S+)\)", log.read_text()
+        )
+        assert printed is not None, log.read_text()
+        lg = get_sync_client(url=f"{printed.group(1)}/lg", api_key=printed.group(2))
+        assert "ops_assistant" in [a["graph_id"] for a in lg.assistants.search(limit=100)]
+        assert f'get_client(url="{url}lg", api_key="{printed.group(2)}")' in log.read_text()
         deadline = time.monotonic() + 120
         while (
             Run.objects.filter(graph="ops_assistant", status="interrupted").count() < 3

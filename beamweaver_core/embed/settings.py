@@ -30,6 +30,7 @@ APPS = [
     "django_htmx",
     "template_partials",
     "beamweaver_core.apps.BeamWeaverCoreConfig",
+    "beamweaver_core.protocol.apps.ProtocolConfig",
     "reviews.apps.ReviewsConfig",
 ]
 """BeamWeaver's apps and the third-party apps they use."""

@@ -10,31 +10,10 @@ pages and the rate limits know their views as `reviews:...`.
 
 from __future__ import annotations
 
-from importlib import import_module
-
 from django.urls import include, path
 
 urlpatterns = [
     path("", include("beamweaver_core.observability.urls")),
+    path("lg/", include("beamweaver_core.protocol.urls")),
+    path("", include("reviews.urls")),
 ]
-
-
-def _protocol_urls() -> str | None:
-    """The LangGraph Platform protocol's URL module, when this version has it."""
-    name = "beamweaver_core.protocol.urls"
-    try:
-        import_module(name)
-    except ModuleNotFoundError as exc:
-        if exc.name is not None and name.startswith(exc.name):
-            return None
-        raise
-    return name
-
-
-# The /lg protocol (issue 15) is included once its package exists; when it is merged,
-# this becomes a plain `path("lg/", include("beamweaver_core.protocol.urls"))`.
-_protocol = _protocol_urls()
-if _protocol is not None:
-    urlpatterns.append(path("lg/", include(_protocol)))
-
-urlpatterns.append(path("", include("reviews.urls")))

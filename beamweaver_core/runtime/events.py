@@ -15,6 +15,9 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
+from django.db import transaction
+from django.db.models import Max
+
 from beamweaver_core.graph.runtime import Envelope
 from beamweaver_core.redaction import redact
 from beamweaver_core.runtime.groups import thread_group
@@ -63,12 +66,12 @@ def _storable(text: str) -> str:
     return text
 
 
-def envelope_record(envelope: Envelope) -> dict[str, Any]:
+def envelope_record(envelope: Envelope, seq_base: int = 0) -> dict[str, Any]:
     data = envelope.data
     if isinstance(data, Mapping):
         data = {k: v for k, v in data.items() if k not in ("result", "exception")}
     return {
-        "seq": envelope.seq,
+        "seq": seq_base + envelope.seq,
         "event": envelope.event,
         "node": envelope.node,
         "ns": envelope.ns,
@@ -78,17 +81,20 @@ def envelope_record(envelope: Envelope) -> dict[str, Any]:
 
 
 class RunRecorder:
-    """The `EventSink` listener of one run."""
+    """The `EventSink` listener of one run. `seq_base` is added to the engine's sequence
+    numbers: the number of events earlier attempts of the run stored, so a retried run's
+    events follow theirs (`last_stored_seq`)."""
 
-    def __init__(self, run_id: str, thread_id: str) -> None:
+    def __init__(self, run_id: str, thread_id: str, *, seq_base: int = 0) -> None:
         self.run_id = run_id
         self.thread_id = thread_id
+        self.seq_base = seq_base
         self._pending: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         self._group = thread_group(thread_id)
 
     def __call__(self, envelope: Envelope) -> None:
-        record = envelope_record(envelope)
+        record = envelope_record(envelope, self.seq_base)
         if envelope.event not in LIVE_ONLY:
             with self._lock:
                 self._pending.append(record)
@@ -136,6 +142,23 @@ class RunRecorder:
             "ON CONFLICT DO NOTHING",
             rows,
         )
+        # Readers of the stored log (the protocol's streams) wait for this hint, not for
+        # the live pushes above, which reach them before the events are committed.
+        hint = {
+            "type": "run.stored",
+            "thread_id": self.thread_id,
+            "run_id": self.run_id,
+            "seq": pending[-1]["seq"],
+        }
+        transaction.on_commit(lambda: group_send(self._group, hint))
+
+
+def last_stored_seq(run_id: str, using: str = "default") -> int:
+    """The highest sequence number of the run's stored events (0 without any)."""
+    from beamweaver_core.models import RunEvent
+
+    top = RunEvent.objects.using(using).filter(run_id=run_id).aggregate(top=Max("seq"))["top"]
+    return int(top or 0)
 
 
 def _json(data: Any) -> str:
@@ -144,4 +167,4 @@ def _json(data: Any) -> str:
     return json.dumps(data, ensure_ascii=False, default=repr)
 
 
-__all__ = ["LIVE_ONLY", "RunRecorder", "envelope_record", "to_display"]
+__all__ = ["LIVE_ONLY", "RunRecorder", "envelope_record", "last_stored_seq", "to_display"]

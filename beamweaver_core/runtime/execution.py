@@ -25,12 +25,13 @@ from beamweaver_core.graph.compiled import CompiledGraph
 from beamweaver_core.models import Run, Thread
 from beamweaver_core.observability.runs import observed
 from beamweaver_core.redaction import redact_text
+from beamweaver_core.runtime import options as run_options
 from beamweaver_core.runtime import registry
 from beamweaver_core.runtime.async_tasks import DurableAsyncTasks
-from beamweaver_core.runtime.events import RunRecorder, to_display
+from beamweaver_core.runtime.events import RunRecorder, last_stored_seq, to_display
 from beamweaver_core.runtime.groups import thread_group
 from beamweaver_core.runtime.publish import group_send
-from beamweaver_core.runtime.queue import Claim, finish_run
+from beamweaver_core.runtime.queue import Claim, finish_run, promote_waiting
 from beamweaver_core.runtime.signals import run_finished, run_paused
 from beamweaver_core.runtime.tool_ledger import PostgresToolLedger
 from beamweaver_core.types import Completed, Interrupted, RunResult
@@ -54,7 +55,13 @@ def execute(claim: Claim, *, using: str = "default") -> str:
 
 def _execute(claim: Claim, using: str) -> str:
     run_id = str(claim.run_id)
-    recorder = RunRecorder(run_id, claim.thread_id)
+    # A retried run numbers its events after those its earlier attempts stored, so the
+    # run's event log only grows and a client resuming a stream never goes backwards.
+    recorder = RunRecorder(
+        run_id,
+        claim.thread_id,
+        seq_base=last_stored_seq(run_id, using) if claim.attempts > 1 else 0,
+    )
     checkpointer = PostgresCheckpointer(using).fenced(
         claim.run_id, claim.token, on_write=recorder.store
     )
@@ -66,13 +73,17 @@ def _execute(claim: Claim, using: str) -> str:
     )
     error = ""
     result: RunResult | None = None
+    options = claim.options
+    config = run_options.configured(config, options)
     try:
-        graph = registry.compiled_graph(claim.graph, checkpointer)
+        graph = run_options.configured_graph(
+            registry.compiled_graph(claim.graph, checkpointer), options
+        )
         with (
             use_ledger(PostgresToolLedger(claim, using)),
             use_async_task_client(DurableAsyncTasks(claim)),
         ):
-            result = _advance(graph, claim, config, recorder)
+            result = _advance(graph, claim, config, recorder, options)
     except StaleWriterError:
         logger.warning("Run %s lost its lease or was cancelled; another owner continues it", run_id)
         return "lost"
@@ -93,14 +104,20 @@ def _execute(claim: Claim, using: str) -> str:
 
 
 def _advance(
-    graph: CompiledGraph, claim: Claim, config: dict[str, Any], recorder: RunRecorder
+    graph: CompiledGraph,
+    claim: Claim,
+    config: dict[str, Any],
+    recorder: RunRecorder,
+    options: dict[str, Any] | None,
 ) -> RunResult:
     if claim.attempts > 1:
         resumed = _continue_retry(graph, claim, config, recorder)
         if resumed is not None:
             return resumed
     if claim.kind == Run.Kind.START:
-        return graph.invoke(claim.input or {}, config, context=claim.context, on_event=recorder)
+        # No input: continue the thread from its pending step (`start_run(input=None)`).
+        start = run_options.continuation(options) if claim.input is None else claim.input
+        return graph.invoke(start, config, context=claim.context, on_event=recorder)
     return graph.resume(claim.input, config, context=claim.context, on_event=recorder)
 
 
@@ -158,6 +175,8 @@ def _record(
             run_paused.send(sender=Run, run=run, interrupts=result.interrupts)
         else:
             run_finished.send(sender=Run, run=run)
+        # The update above holds the thread's row lock: the next waiting run is queued once.
+        promote_waiting(claim.thread_id, using)
     group_send(
         thread_group(claim.thread_id),
         {

@@ -77,11 +77,21 @@ def _dispatch(make: Any, what: str) -> None:
         logger.warning("Dropped channel-layer hint %s", what, exc_info=True)
 
 
+_order: dict[asyncio.AbstractEventLoop, asyncio.Lock] = {}
+
+
 async def _guarded(coro: Coroutine[Any, Any, Any], what: str) -> None:
-    try:
-        await asyncio.wait_for(coro, _PUSH_TIMEOUT)
-    except Exception as exc:
-        logger.warning("Dropped channel-layer hint %s: %r", what, exc)
+    # One hint at a time per loop, in the order they were dispatched (asyncio's lock is
+    # fair): a stream of model deltas reaches readers in the order it was produced.
+    loop = asyncio.get_running_loop()
+    lock = _order.get(loop)
+    if lock is None:
+        lock = _order[loop] = asyncio.Lock()
+    async with lock:
+        try:
+            await asyncio.wait_for(coro, _PUSH_TIMEOUT)
+        except Exception as exc:
+            logger.warning("Dropped channel-layer hint %s: %r", what, exc)
 
 
 def group_send(group: str, message: dict[str, Any]) -> None:

@@ -19,6 +19,7 @@ from django.db import connections, transaction
 
 from beamweaver_core.models import Run
 from beamweaver_core.observability import instruments
+from beamweaver_core.runtime.wakeup import notify_run_queued
 
 logger = logging.getLogger(__name__)
 
@@ -39,6 +40,8 @@ class Claim:
     """The graph's `runtime.context` for this run (a JSON object, or `None`)."""
     trace_context: Any = None
     """What the run keeps of the request that queued it (`observability.runs`)."""
+    options: Any = None
+    """How to run beyond the input (`runtime.options`; a JSON object, or `None`)."""
 
 
 # One statement (atomic by itself, no BEGIN/COMMIT round trips): claim the run and mark
@@ -65,7 +68,7 @@ UPDATE bw_run AS r
          LIMIT 1
            FOR UPDATE OF q, th SKIP LOCKED)
 RETURNING r.id, r.thread_id, r.graph, r.kind, r.input, r.fencing_token, r.attempts, r.lease_expires_at,
-          r.context, r.trace_context
+          r.context, r.trace_context, r.options
 ), running AS (
 UPDATE bw_thread AS t SET status = 'running', updated_at = now()
   FROM claimed WHERE t.id = claimed.thread_id
@@ -92,13 +95,10 @@ def _claim(sql: str, params: list[Any], using: str) -> Claim | None:
         row = cursor.fetchone()
     if row is None:
         return None
-    payload, context, kept = row[4], row[8], row[9]
-    if isinstance(payload, str):
-        payload = json.loads(payload)
-    if isinstance(context, str):
-        context = json.loads(context)
-    if isinstance(kept, str):
-        kept = json.loads(kept)
+    payload, context, kept, options = (
+        json.loads(value) if isinstance(value, str) else value
+        for value in (row[4], row[8], row[9], row[10])
+    )
     return Claim(
         run_id=row[0] if isinstance(row[0], UUID) else UUID(str(row[0])),
         thread_id=row[1],
@@ -110,6 +110,7 @@ def _claim(sql: str, params: list[Any], using: str) -> Claim | None:
         lease_expires_at=row[7],
         context=context,
         trace_context=kept,
+        options=options,
     )
 
 
@@ -160,6 +161,57 @@ def release_run(claim: Claim, using: str = "default") -> bool:
         return cursor.rowcount == 1
 
 
+# Queue the thread's oldest waiting run, unless a run of the thread is queued already.
+# Callers hold the thread's row lock (taken by the statement that recorded the end of a
+# run, or by a cancel), so two promoters of one thread are serialized and the second sees
+# what the first queued.
+_PROMOTE = """
+UPDATE bw_run SET status = 'queued', updated_at = now()
+ WHERE id = (SELECT w.id FROM bw_run AS w WHERE w.thread_id = %s AND w.status = 'waiting'
+              ORDER BY w.created_at, w.id LIMIT 1)
+   AND NOT EXISTS (SELECT 1 FROM bw_run AS q WHERE q.thread_id = %s AND q.status = 'queued')
+RETURNING id
+"""
+
+
+def promote_waiting(thread_id: str, using: str = "default") -> UUID | None:
+    """Queue the thread's next waiting run (in the caller's transaction, which holds the
+    thread's row lock); its id, or `None`. Workers are told once the transaction commits."""
+    with connections[using].cursor() as cursor:
+        cursor.execute(_PROMOTE, [thread_id, thread_id])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    run_id: UUID = row[0] if isinstance(row[0], UUID) else UUID(str(row[0]))
+    transaction.on_commit(lambda: notify_run_queued(run_id), using=using)
+    return run_id
+
+
+def promote_stalled(using: str = "default") -> list[UUID]:
+    """Queue the next waiting run of every thread that has no queued or running run (a
+    run that ended without recording its outcome, e.g. failed by the sweeper, promotes no
+    successor itself)."""
+    promoted: list[UUID] = []
+    with connections[using].cursor() as cursor:
+        cursor.execute(
+            "SELECT DISTINCT w.thread_id FROM bw_run AS w WHERE w.status = 'waiting' "
+            "AND NOT EXISTS (SELECT 1 FROM bw_run AS x WHERE x.thread_id = w.thread_id "
+            "AND x.status IN ('queued', 'running'))"
+        )
+        stalled = [row[0] for row in cursor.fetchall()]
+    for thread_id in stalled:
+        with transaction.atomic(using=using), connections[using].cursor() as cursor:
+            cursor.execute(
+                "SELECT 1 FROM bw_thread WHERE id = %s FOR UPDATE SKIP LOCKED", [thread_id]
+            )
+            if cursor.fetchone() is None:
+                continue
+            run_id = promote_waiting(thread_id, using)
+            if run_id is not None:
+                promoted.append(run_id)
+    return promoted
+
+
 def sweep_expired_leases(
     max_attempts: int, using: str = "default"
 ) -> tuple[list[UUID], list[UUID]]:
@@ -199,6 +251,8 @@ __all__ = [
     "claim_next_run",
     "extend_lease",
     "finish_run",
+    "promote_stalled",
+    "promote_waiting",
     "release_run",
     "sweep_expired_leases",
 ]

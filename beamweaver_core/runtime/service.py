@@ -21,8 +21,10 @@ from beamweaver_core.exceptions import BeamWeaverError, ThreadBusyError
 from beamweaver_core.models import Run, Thread
 from beamweaver_core.observability import instruments
 from beamweaver_core.observability.runs import queued_context
+from beamweaver_core.runtime import options as run_options
 from beamweaver_core.runtime import registry, thread_ids
 from beamweaver_core.runtime.context import run_context
+from beamweaver_core.runtime.queue import promote_waiting
 from beamweaver_core.runtime.signals import run_finished
 from beamweaver_core.runtime.wakeup import notify_run_queued
 
@@ -44,24 +46,32 @@ def _jsonable(value: Any, what: str) -> Any:
 
 def start_run(
     graph: str,
-    input: Mapping[str, Any],
+    input: Mapping[str, Any] | None,
     *,
     thread_id: str | None = None,
     user: Any = None,
     metadata: Mapping[str, Any] | None = None,
     context: Mapping[str, Any] | None = None,
+    options: Mapping[str, Any] | None = None,
+    enqueue: bool = False,
 ) -> Run:
     """Queue a run of the registered `graph` on `input` (a new thread unless given; a
     given `thread_id` must follow `beamweaver_core.runtime.thread_ids`, or
-    `InvalidThreadIdError`).
+    `InvalidThreadIdError`). `input=None` continues the thread from its pending step
+    (with the options' `goto` / `update`, as a `Command`).
 
     `context` (a JSON object) is the graph's `runtime.context`, kept with the run and
     reused by the thread's resumes; with a `user`, it also carries the requester's
-    `user_id` and `username` (taken from `user`, replacing keys of those names)."""
+    `user_id` and `username` (taken from `user`, replacing keys of those names).
+    `options` say how to run (`beamweaver_core.runtime.options`). A thread takes one queued
+    run at a time: another is refused (`ThreadBusyError`), unless `enqueue`, which makes it
+    wait (`Run.Status.WAITING`) until the runs before it have run."""
     registry.load(graph)
-    if not isinstance(input, Mapping):
+    if input is not None and not isinstance(input, Mapping):
         raise ValueError(f"The input of a run must be a JSON object, got {input!r}.")
-    payload = _jsonable(dict(input), "input")
+    payload = None if input is None else _jsonable(dict(input), "input")
+    checked = run_options.check(options, registry.compiled_graph(graph, None)) if options else None
+    options_payload = None if checked is None else _jsonable(checked, "options")
     context_payload = run_context(context, user)
     thread_id = thread_ids.check(thread_id) if thread_id else uuid.uuid4().hex
     metadata_json = json.dumps(dict(metadata or {}), ensure_ascii=False)
@@ -71,14 +81,29 @@ def start_run(
             owner, created = cursor.fetchone()
         if owner != graph:
             raise ValueError(f"Thread {thread_id!r} belongs to graph {owner!r}, not {graph!r}.")
-        if (
-            not created
-            and Run.objects.filter(thread_id=thread_id, status=Run.Status.QUEUED).exists()
-        ):
-            raise ThreadBusyError(
-                f"Thread {thread_id!r} already has a queued run; wait for it to start."
+        status = Run.Status.QUEUED
+        if not created:
+            ahead = set(
+                Run.objects.filter(
+                    thread_id=thread_id, status__in=(Run.Status.QUEUED, Run.Status.WAITING)
+                ).values_list("status", flat=True)
             )
-        run = _create(Thread(id=thread_id), graph, Run.Kind.START, payload, user, context_payload)
+            if ahead and enqueue:
+                status = Run.Status.WAITING
+            elif Run.Status.QUEUED in ahead:
+                raise ThreadBusyError(
+                    f"Thread {thread_id!r} already has a queued run; wait for it to start."
+                )
+        run = _create(
+            Thread(id=thread_id),
+            graph,
+            Run.Kind.START,
+            payload,
+            user,
+            context_payload,
+            options=options_payload,
+            status=status,
+        )
     return run
 
 
@@ -109,7 +134,9 @@ def resume_thread(
 
     The resume carries on the context of the run it continues, unless `context` gives a
     new one (which replaces it whole; `user`, the one answering, is not put in it: the
-    context keeps naming who requested the run). A queued resume has one context: answers
+    context keeps naming who requested the run), and that run's options but the one-shot
+    `checkpoint_id`, `goto` and `update` (so a breakpoint it paused at is still the one
+    answered). A queued resume has one context: answers
     join it without a context or with that same one, and a different one is refused
     (`ThreadBusyError`) rather than dropped."""
     payload = None if answers is None else _jsonable(dict(answers), "answers")
@@ -147,31 +174,54 @@ def resume_thread(
             queued.input = merged
             queued.save(update_fields=["input", "updated_at"])
             return queued
+        latest = (
+            Run.objects.filter(thread=thread)
+            .order_by("-created_at")
+            .values("context", "options")
+            .first()
+        ) or {"context": None, "options": None}
         if new_context is None:
-            new_context = (
-                Run.objects.filter(thread=thread)
-                .order_by("-created_at")
-                .values_list("context", flat=True)
-                .first()
-            )
-        return _create(thread, thread.graph, Run.Kind.RESUME, payload, user, new_context)
+            new_context = latest["context"]
+        return _create(
+            thread,
+            thread.graph,
+            Run.Kind.RESUME,
+            payload,
+            user,
+            new_context,
+            options=run_options.carried(latest["options"]),
+        )
 
 
-def _create(thread: Thread, graph: str, kind: str, payload: Any, user: Any, context: Any) -> Run:
-    """Insert the queued run, in the caller's transaction, which holds the thread's row
-    lock and has checked that no run is queued on it. No savepoint: should the one-queued-
-    run constraint still refuse it (a run re-queued by an operator meanwhile), the whole
-    transaction fails, and `_busy` turns that into `ThreadBusyError`."""
+def _create(
+    thread: Thread,
+    graph: str,
+    kind: str,
+    payload: Any,
+    user: Any,
+    context: Any,
+    *,
+    options: Any = None,
+    status: str = Run.Status.QUEUED,
+) -> Run:
+    """Insert the queued (or waiting) run, in the caller's transaction, which holds the
+    thread's row lock and has checked that no run is queued on it. No savepoint: should
+    the one-queued-run constraint still refuse it (a run re-queued by an operator
+    meanwhile), the whole transaction fails, and `_busy` turns that into
+    `ThreadBusyError`."""
     run = Run.objects.create(
         thread=thread,
         graph=graph,
         kind=kind,
+        status=status,
         input=payload,
         context=context,
+        options=options,
         created_by=user if getattr(user, "pk", None) is not None else None,
         trace_context=queued_context(),
     )
-    transaction.on_commit(lambda: notify_run_queued(run.id))
+    if status == Run.Status.QUEUED:
+        transaction.on_commit(lambda: notify_run_queued(run.id))
     return run
 
 
@@ -190,15 +240,20 @@ def _busy(thread_id: str) -> Iterator[None]:
 
 
 def cancel_run(run_id: Any, *, user: Any = None) -> Run:
-    """Cancel a queued, running or interrupted run. A running run stops at its next
-    checkpoint write (its fenced writes no longer match a running run)."""
+    """Cancel a waiting, queued, running or interrupted run. A running run stops at its
+    next checkpoint write (its fenced writes no longer match a running run). A waiting run
+    never started: cancelling it leaves its thread as it is."""
     with transaction.atomic():
         # Lock order: the run, then its thread (as the decision service does).
         run = Run.objects.select_for_update().get(id=run_id)
         thread = Thread.objects.select_for_update().get(id=run.thread_id)
+        if run.status == Run.Status.WAITING:
+            _mark_cancelled(run, user)
+            return run
         if run.status not in (Run.Status.QUEUED, Run.Status.RUNNING, Run.Status.INTERRUPTED):
             raise RunStateError(
-                f"Run {run_id} is {run.status}; only queued, running or interrupted runs can be cancelled."
+                f"Run {run_id} is {run.status}; only waiting, queued, running or interrupted "
+                "runs can be cancelled."
             )
         # Accepted decisions are always applied: a queued resume carries them, so neither
         # it nor the paused run it continues can be cancelled before it starts. Cancel the
@@ -211,17 +266,22 @@ def cancel_run(run_id: Any, *, user: Any = None) -> Run:
                 f"A decision for thread {thread.id!r} was accepted and its resume is queued, so "
                 "the run continues with it; cancel the resumed run once it is running."
             )
-        run.status = Run.Status.CANCELLED
-        run.finished_at = timezone.now()
-        who = user.get_username() if getattr(user, "pk", None) is not None else ""
-        run.error = f"Cancelled by {who or 'an operator'}."
-        run.lease_owner = ""
-        run.lease_expires_at = None
-        run.save()
+        _mark_cancelled(run, user)
         thread.status = Thread.Status.CANCELLED
         thread.save(update_fields=["status", "updated_at"])
         run_finished.send(sender=Run, run=run)
+        promote_waiting(thread.id)
     return run
+
+
+def _mark_cancelled(run: Run, user: Any) -> None:
+    run.status = Run.Status.CANCELLED
+    run.finished_at = timezone.now()
+    who = user.get_username() if getattr(user, "pk", None) is not None else ""
+    run.error = f"Cancelled by {who or 'an operator'}."
+    run.lease_owner = ""
+    run.lease_expires_at = None
+    run.save()
 
 
 def requeue_run(run_id: Any) -> Run:

@@ -33,6 +33,7 @@ from beamweaver_core.runtime.queue import (
     Claim,
     claim_next_run,
     extend_lease,
+    promote_stalled,
     release_run,
     sweep_expired_leases,
 )
@@ -131,6 +132,7 @@ class Worker:
                 now = time.monotonic()
                 if now >= next_sweep:
                     sweep_expired_leases(self.conf.max_attempts)
+                    promote_stalled()
                     next_sweep = now + max(1.0, self.conf.lease_seconds / 3)
                     self._tick()
                 claim = claim_next_run(self.name, self.conf.lease_seconds)

@@ -10,17 +10,15 @@ request carries:
 - `X-BeamWeaver-Signature`: `sha256=` + hex HMAC-SHA256 with the endpoint's secret over
   `"{timestamp}.{body}"`.
 
-A receiver recomputes the HMAC over the raw body (`verify_signature`) and refuses old
+The signature is `beamweaver_core.signatures` (shared with the protocol's run webhooks): a
+receiver recomputes the HMAC over the raw body (`verify_signature`) and refuses old
 timestamps, so a captured request cannot be replayed later. A non-2xx answer or a network
 error is retried from the outbox with exponential backoff.
 """
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import json
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Mapping, Sequence
@@ -28,41 +26,21 @@ from typing import Any
 
 from django.conf import settings
 
+from beamweaver_core.signatures import (
+    SIGNATURE_TOLERANCE_SECONDS,
+    sign,
+    signature_headers,
+    verify_signature,
+)
 from reviews.models import OutboxMessage, ReviewItem
 from reviews.notifications.channels import DeliveryError
 
 TIMEOUT_SECONDS = 10.0
-SIGNATURE_TOLERANCE_SECONDS = 300
 
 
 def endpoints() -> dict[str, Mapping[str, Any]]:
     """The configured endpoints, by name."""
     return {e["name"]: e for e in settings.BEAMWEAVER.get("REVIEW_WEBHOOKS") or ()}
-
-
-def sign(secret: str, timestamp: int, body: bytes) -> str:
-    """The `X-BeamWeaver-Signature` value of `body` sent at `timestamp`."""
-    signed = str(timestamp).encode() + b"." + body
-    return "sha256=" + hmac.new(secret.encode(), signed, hashlib.sha256).hexdigest()
-
-
-def verify_signature(
-    secret: str,
-    timestamp: str,
-    body: bytes,
-    signature: str,
-    *,
-    now: float | None = None,
-    tolerance: int = SIGNATURE_TOLERANCE_SECONDS,
-) -> bool:
-    """What a receiver checks: the signature matches and the timestamp is recent."""
-    try:
-        sent = int(timestamp)
-    except ValueError:
-        return False
-    if abs((now if now is not None else time.time()) - sent) > tolerance:
-        return False
-    return hmac.compare_digest(sign(secret, sent, body), signature)
 
 
 class WebhookChannel:
@@ -82,7 +60,6 @@ class WebhookChannel:
         body = json.dumps(
             {"delivery": message.pk, **message.payload}, sort_keys=True, ensure_ascii=False
         ).encode()
-        timestamp = int(time.time())
         request = urllib.request.Request(
             endpoint["url"],
             data=body,
@@ -92,8 +69,7 @@ class WebhookChannel:
                 "User-Agent": "BeamWeaver-Webhooks/1",
                 "X-BeamWeaver-Event": message.event,
                 "X-BeamWeaver-Delivery": str(message.pk),
-                "X-BeamWeaver-Timestamp": str(timestamp),
-                "X-BeamWeaver-Signature": sign(endpoint["secret"], timestamp, body),
+                **signature_headers(endpoint["secret"], body),
             },
         )
         try:
@@ -107,4 +83,10 @@ class WebhookChannel:
             raise DeliveryError(f"HTTP {status} from {message.target}")
 
 
-__all__ = ["WebhookChannel", "endpoints", "sign", "verify_signature"]
+__all__ = [
+    "SIGNATURE_TOLERANCE_SECONDS",
+    "WebhookChannel",
+    "endpoints",
+    "sign",
+    "verify_signature",
+]

@@ -38,7 +38,11 @@ def test_configure_adds_what_is_missing_and_keeps_the_hosts_settings() -> None:
     apps = host["INSTALLED_APPS"]
     assert apps[0] == ADMIN_APP and "django.contrib.admin" not in apps
     assert apps[1:3] == ["django.contrib.auth", "shop"]
-    assert apps[-2:] == ["beamweaver_core.apps.BeamWeaverCoreConfig", "reviews.apps.ReviewsConfig"]
+    assert apps[-3:] == [
+        "beamweaver_core.apps.BeamWeaverCoreConfig",
+        "beamweaver_core.protocol.apps.ProtocolConfig",
+        "reviews.apps.ReviewsConfig",
+    ]
     assert "django.contrib.sessions" in apps and "channels" in apps
     middleware = host["MIDDLEWARE"]
     assert middleware.index("beamweaver_core.nul_guard.NulGuardMiddleware") == 1

@@ -22,7 +22,8 @@ from tests.support.processes import ROOT, child_env, stop
 
 @contextmanager
 def live_server(log_dir: Path, **env: str) -> Iterator[str]:
-    """Serve the project on a free loopback port; yields the base URL."""
+    """Serve the project on a free loopback port; yields the base URL. Without a
+    `REDIS_URL` in `env` it runs on the in-memory channel layer (one process)."""
     defaults = {
         "BEAMWEAVER_GRAPHS": json.dumps({**REVIEW_GRAPHS, **GRAPHS}),
         "BEAMWEAVER_WORKER_MODE": "inline",
@@ -31,7 +32,8 @@ def live_server(log_dir: Path, **env: str) -> Iterator[str]:
         "DEBUG": "0",
     }
     environment = child_env(**{**defaults, **env})
-    environment.pop("REDIS_URL", None)
+    if "REDIS_URL" not in env:
+        environment.pop("REDIS_URL", None)
     port = _free_port()
     base = f"http://127.0.0.1:{port}"
     log = log_dir / f"daphne-{port}.log"

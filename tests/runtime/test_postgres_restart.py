@@ -116,11 +116,15 @@ def test_workers_reconnect_after_an_immediate_postgres_restart(
         "BEAMWEAVER_POLL_SECONDS": "0.2",
         "BEAMWEAVER_TEST_LEDGER": str(ledger),
         "BEAMWEAVER_TEST_STEP_SECONDS": "0.3",
+        "BEAMWEAVER_TEST_GATE": str(tmp_path / "gate"),
     }
     worker = migrate_and_start_worker(env)
     try:
+        (tmp_path / "gate").touch()  # the first run goes straight through
         before = enqueue(env, "before-restart")
         wait_status(server, before, "succeeded", 30)
+        (tmp_path / "gate").unlink()
+        ledger.unlink()  # so the wait below sees the next run's step, not this one's
 
         during = enqueue(env, "during-restart")
         deadline = time.monotonic() + 30
@@ -132,6 +136,7 @@ def test_workers_reconnect_after_an_immediate_postgres_restart(
         started_before = server.query("SELECT pg_postmaster_start_time()")[0][0]
         server.restart()
         restarted_at = server.query("SELECT pg_postmaster_start_time()")[0][0]
+        (tmp_path / "gate").touch()  # the run's later steps go on only after the restart
         recovered_in = wait_status(server, during, "succeeded", 60)
 
         after = enqueue(env, "after-restart")

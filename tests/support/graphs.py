@@ -52,6 +52,13 @@ def _step(i: int) -> Any:
     def node(state: dict[str, Any]) -> dict[str, Any]:
         ledger(f"step:{i}")
         time.sleep(float(os.environ.get("BEAMWEAVER_TEST_STEP_SECONDS", "0")))
+        gate = os.environ.get("BEAMWEAVER_TEST_GATE")
+        if gate and i >= 2:
+            # Steps past the second wait (bounded) for the test to open the gate: a run
+            # is then surely under way across whatever the test does meanwhile.
+            deadline = time.monotonic() + 60
+            while not Path(gate).exists() and time.monotonic() < deadline:
+                time.sleep(0.05)
         return {"log": [i]}
 
     return node

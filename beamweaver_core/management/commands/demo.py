@@ -34,6 +34,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from beamweaver_core.demo.mcp_servers import FILES_SERVER, TICKETS_SERVER
 from beamweaver_core.models import Thread
 from beamweaver_core.runtime import service
+from beamweaver_core.runtime.access import access
 from beamweaver_core.runtime.worker import process_worker, stop_process_worker
 from beamweaver_core.webserver import serve
 
@@ -77,6 +78,7 @@ class Command(BaseCommand):
         self.stdout.write("Preparing the database (embedded Postgres unless DATABASE_URL is set)…")
         call_command("migrate", interactive=False, verbosity=0)
         password = self._reviewer(username, admin=True)
+        token = self._api_token(username)
         second = f"{username}2"
         second_password = self._reviewer(second, admin=False)
         tickets = self._it_assistant()
@@ -104,6 +106,8 @@ class Command(BaseCommand):
                 f"  Password:  {password}\n"
                 "  Admin:     the same account at /admin/\n"
                 f"  Second reviewer: {second} / {second_password}\n"
+                f"  LangGraph API: {url}lg  (API token of {username}: {token})\n"
+                f'    get_client(url="{url}lg", api_key="{token}")\n'
                 "Type a request under 'Start a run' and watch it pause in the inbox. Nobody\n"
                 f"approves their own run: approve it as {second} (another browser or a private\n"
                 "window). The seeded requests either of you can approve. Ctrl-C stops.\n"
@@ -154,6 +158,19 @@ class Command(BaseCommand):
             IT_GRAPH: "beamweaver_core.demo.it_agent:ITAssistant",
         }
         return process
+
+    def _api_token(self, username: str) -> str:
+        """An API token of the demo reviewer for /lg: the one kept in var/ while it is
+        still live, else a new one (its secret is shown once, so it is kept there)."""
+        path = settings.VAR_DIR / "demo_reviewer.json"
+        stored = json.loads(path.read_text()) if path.exists() else {}
+        key = f"{username}:api_token"
+        token = stored.get(key)
+        if not token or access().authenticate(token) is None:
+            token = access().issue_token(User.objects.get(username=username), "manage.py demo")
+            path.write_text(json.dumps({**stored, key: token}))
+            path.chmod(0o600)
+        return str(token)
 
     def _reviewer(self, username: str, *, admin: bool) -> str:
         """A demo reviewer's password: generated once and kept in var/ (not in code).

@@ -1,0 +1,108 @@
+"""Finding what a caller addresses: their threads (404 for hidden and unknown alike),
+a thread's graph (with the breakpoints its latest run was given) and its state."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from django.db.models import QuerySet
+
+from beamweaver_core.checkpoint.postgres import PostgresCheckpointer
+from beamweaver_core.exceptions import CheckpointNotFoundError
+from beamweaver_core.graph.compiled import CompiledGraph
+from beamweaver_core.models import Run, Thread
+from beamweaver_core.protocol.errors import ProtocolError, not_found
+from beamweaver_core.runtime import options as run_options
+from beamweaver_core.runtime import registry
+from beamweaver_core.runtime.access import access
+from beamweaver_core.types import StateSnapshot
+
+ACTIVE = (Run.Status.WAITING, Run.Status.QUEUED, Run.Status.RUNNING)
+
+
+def threads(user: Any) -> QuerySet[Thread]:
+    """The threads `user` may see."""
+    return access().visible_threads(user)
+
+
+def thread(user: Any, thread_id: str) -> Thread:
+    """The thread, if `user` may see it; 404 otherwise."""
+    found = threads(user).filter(id=thread_id).first()
+    if found is None:
+        raise not_found(f"Thread {thread_id!r}")
+    return found
+
+
+def run(user: Any, thread_id: str, run_id: str) -> Run:
+    """The thread's run, if `user` may see the thread; 404 otherwise."""
+    found = thread(user, thread_id)
+    try:
+        key = uuid.UUID(run_id)
+    except ValueError:
+        raise not_found(f"Run {run_id!r}") from None
+    match = Run.objects.filter(id=key, thread=found).first()
+    if match is None:
+        raise not_found(f"Run {run_id!r}")
+    return match
+
+
+def graph(thread: Thread) -> CompiledGraph | None:
+    """The thread's graph on Postgres, with the breakpoints of its latest run (so a pause
+    at one of them reads as pending); `None` for a thread no graph has run on yet."""
+    if not thread.graph:
+        return None
+    try:
+        compiled = registry.compiled_graph(thread.graph, PostgresCheckpointer())
+    except registry.UnknownGraphError:
+        return None
+    latest: Any = (
+        Run.objects.filter(thread=thread)
+        .order_by("-created_at")
+        .values_list("options", flat=True)
+        .first()
+    )
+    return run_options.configured_graph(compiled, run_options.carried(latest))
+
+
+def require_graph(thread: Thread) -> CompiledGraph:
+    """The thread's graph; 409 while no graph ran on it (nothing to read or update)."""
+    found = graph(thread)
+    if found is None:
+        if thread.graph:
+            raise ProtocolError(
+                409, f"Graph {thread.graph!r} of thread {thread.id!r} is no longer registered."
+            )
+        raise ProtocolError(
+            409,
+            f"Thread {thread.id!r} has no state yet: start a run on it first (its assistant "
+            "decides the graph).",
+        )
+    return found
+
+
+def snapshot(
+    thread: Thread, checkpoint_id: str | None = None, *, subgraphs: bool = False
+) -> StateSnapshot | None:
+    """The thread's state (at `checkpoint_id`), or `None` without a graph; 404 for an
+    unknown checkpoint."""
+    compiled = graph(thread)
+    if compiled is None:
+        if checkpoint_id is not None:
+            raise not_found(f"Checkpoint {checkpoint_id!r}")
+        return None
+    config: dict[str, Any] = {"configurable": {"thread_id": thread.id}}
+    if checkpoint_id is not None:
+        config["configurable"]["checkpoint_id"] = checkpoint_id
+    try:
+        return compiled.get_state(config, subgraphs=subgraphs)
+    except CheckpointNotFoundError:
+        raise not_found(f"Checkpoint {checkpoint_id!r}") from None
+
+
+def busy(thread: Thread) -> bool:
+    """Whether a run of the thread is waiting, queued or running."""
+    return Run.objects.filter(thread=thread, status__in=ACTIVE).exists()
+
+
+__all__ = ["ACTIVE", "busy", "graph", "require_graph", "run", "snapshot", "thread", "threads"]

@@ -1,0 +1,203 @@
+"""A run's stream: its stored events as SSE frames, in order, then `end`.
+
+Postgres is the truth: every frame with an id comes from a stored `RunEvent` (the id is
+`<seq>-<index>`, seq numbered across the run's attempts, so ids never go backwards, even
+when a worker dies and another takes the run over). Hints from the channel layer only
+say when to read again; without them (Redis down) the stream polls. Live model deltas
+are sent between stored events, without ids.
+
+Memory is bounded: frames are produced as the client takes them (one batch of stored
+events at a time), the hint buffer is the layer's own (bounded), and a stream of a run
+still running ends after `LG_STREAM_MAX_BYTES` (the SDKs reconnect with `Last-Event-ID`
+to the `Location` the response names), so a client that never reads holds at most that
+much in the server's socket buffers.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+
+from beamweaver_core.models import Run, RunEvent
+from beamweaver_core.protocol.db import in_thread
+from beamweaver_core.protocol.errors import ProtocolError
+from beamweaver_core.protocol.hints import Hints
+from beamweaver_core.protocol.sse import HEARTBEAT, encode
+from beamweaver_core.protocol.stopping import stop
+from beamweaver_core.protocol.translate import Translator
+from beamweaver_core.runtime.service import RunStateError
+
+logger = logging.getLogger(__name__)
+
+TERMINAL = frozenset(
+    {Run.Status.INTERRUPTED, Run.Status.SUCCEEDED, Run.Status.FAILED, Run.Status.CANCELLED}
+)
+BATCH = 100
+HEARTBEAT_SECONDS = 5.0
+GAP_WAIT_SECONDS = 1.0
+"""How long a stored step waits for the live model deltas before it (then sent without)."""
+GAP_POLL_SECONDS = 0.05
+
+
+@dataclass(frozen=True)
+class StreamRequest:
+    """Which run to stream, how, and from where (`after`: the last event id seen)."""
+
+    run: Run
+    modes: frozenset[str]
+    subgraphs: bool = False
+    after: tuple[int, int] | None = None
+    cancel_on_disconnect: bool = False
+    """Cancel the run if the client leaves before it stops (`on_disconnect="cancel"`)."""
+    user: Any = None
+    """The caller (who cancels it then)."""
+
+
+def _conf(name: str, default: float) -> float:
+    return float(settings.BEAMWEAVER.get(name, default))
+
+
+def open_translator(request: StreamRequest) -> Translator:
+    """The stream's translator, primed for a resumed stream (in a worker thread)."""
+    translator = Translator(request.run, request.modes, request.subgraphs)
+    if request.after is not None:
+        translator.prime(request.after[0])
+    return translator
+
+
+def _batch(
+    translator: Translator, cursor: int, skip: int
+) -> tuple[list[tuple[str, Any, str]], int, int | None]:
+    """The frames of the next stored events after `cursor` (from `cursor` itself, less
+    its first `skip + 1` frames, when resuming in the middle of an event); the new cursor;
+    and the seq of a stored event not sent yet because live-only events before it (model
+    deltas) may still be on their way (`Deltas.missing`)."""
+    rows = RunEvent.objects.filter(run_id=translator.run.id)
+    rows = rows.filter(seq__gte=cursor) if skip >= 0 else rows.filter(seq__gt=cursor)
+    out: list[tuple[str, Any, str]] = []
+    for row in rows.order_by("seq")[:BATCH]:
+        if translator.deltas.missing(cursor, row.seq):
+            return out, cursor, row.seq
+        for index, (event, data) in enumerate(translator.stored(row)):
+            if row.seq == cursor and index <= skip:
+                continue
+            out.append((event, data, f"{row.seq}-{index}"))
+        cursor = row.seq
+    translator.deltas.forget_below(cursor)
+    return out, cursor, None
+
+
+def _status(run_id: Any) -> str | None:
+    return Run.objects.filter(id=run_id).values_list("status", flat=True).first()
+
+
+def cancel_quietly(user: Any, run_id: Any) -> None:
+    """Cancel the run its client left (`on_disconnect="cancel"`), unless it stopped or
+    the client may not cancel it."""
+    try:
+        stop(user, Run.objects.get(id=run_id))
+    except (ProtocolError, RunStateError, Run.DoesNotExist) as exc:
+        logger.info("Run %s not cancelled on disconnect: %s", run_id, exc)
+
+
+async def frames(
+    request: StreamRequest, translator: Translator, hints: Hints | None = None
+) -> AsyncIterator[bytes]:
+    """The SSE bytes of the run's stream (see the module docstring). `hints`: a
+    subscription taken before the run was queued (so no live delta is missed), which the
+    stream then owns."""
+    ended = False
+    try:
+        async for chunk in _produce(request, translator, hints):
+            if chunk == _DONE:
+                ended = True
+                continue
+            yield chunk
+    finally:
+        if request.cancel_on_disconnect and not ended:
+            await in_thread(cancel_quietly)(request.user, request.run.id)
+
+
+_DONE = b""
+"""Said by `_produce` when it stops on its own, the run stopped or the byte limit reached
+(never sent on): anything else ending the stream is the client leaving."""
+
+
+async def _produce(
+    request: StreamRequest, translator: Translator, hints: Hints | None
+) -> AsyncIterator[bytes]:
+    run = request.run
+    batch = in_thread(_batch)
+    status = in_thread(_status)
+    cursor, skip = request.after if request.after is not None else (0, -1)
+    limit = _conf("LG_STREAM_MAX_BYTES", 4 * 1024 * 1024)
+    sent, idle_since = 0, time.monotonic()
+    gap_since: float | None = None
+    async with hints or Hints(run.thread_id) as subscription:
+
+        async def live(timeout: float) -> list[bytes]:
+            chunks = []
+            for hint in await subscription.wait(timeout):
+                if hint.get("type") == "run.event" and hint.get("run_id") == str(run.id):
+                    chunks += [encode(e, d) for e, d in translator.live(hint.get("event") or {})]
+            return chunks
+
+        if request.after is None:
+            yield encode("metadata", {"run_id": str(run.id), "attempt": max(run.attempts, 1)})
+        while True:
+            found, cursor, gap = await batch(translator, cursor, skip)
+            skip = -1
+            for event, data, event_id in found:
+                chunk = encode(event, data, event_id)
+                sent += len(chunk)
+                yield chunk
+            if gap is not None:
+                # Model deltas come as hints, and may trail the stored step after them:
+                # wait a little for them, so the tokens come before the step they belong to.
+                gap_since = gap_since or time.monotonic()
+                if time.monotonic() - gap_since > GAP_WAIT_SECONDS:
+                    translator.deltas.give_up_before(gap)
+                    gap_since = None
+                for chunk in await live(GAP_POLL_SECONDS):
+                    sent += len(chunk)
+                    yield chunk
+                continue
+            gap_since = None
+            if found:
+                idle_since = time.monotonic()
+                continue
+            current = await status(run.id)
+            if current is None or current in TERMINAL:
+                found, cursor, gap = await batch(translator, cursor, -1)
+                for event, data, event_id in found:
+                    yield encode(event, data, event_id)
+                if not found and gap is None:
+                    yield encode("end", None)
+                    yield _DONE
+                    return
+                continue
+            if sent > limit:
+                yield _DONE
+                return  # the client reconnects with Last-Event-ID (see the docstring)
+            poll = (
+                _conf("LG_POLL_SECONDS", 2.0)
+                if subscription.live
+                else _conf("LG_FALLBACK_POLL_SECONDS", 0.5)
+            )
+            chunks = await live(poll)
+            for chunk in chunks:
+                sent += len(chunk)
+                yield chunk
+            if chunks:
+                idle_since = time.monotonic()
+            elif time.monotonic() - idle_since > HEARTBEAT_SECONDS:
+                idle_since = time.monotonic()
+                yield HEARTBEAT
+
+
+__all__ = ["TERMINAL", "StreamRequest", "cancel_quietly", "frames", "open_translator"]

@@ -1,0 +1,183 @@
+"""`/threads`: create, get, update (metadata), delete, copy, search, count."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from django.db import IntegrityError, connection, transaction
+from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.http import HttpRequest, JsonResponse
+
+from beamweaver_core.models import Run, Thread
+from beamweaver_core.protocol import assistants, lookup, representations
+from beamweaver_core.protocol.body import json_body
+from beamweaver_core.protocol.deletion import delete_thread, kept_elsewhere
+from beamweaver_core.protocol.errors import ProtocolError
+from beamweaver_core.runtime import thread_ids
+
+SCAN_LIMIT = 1000
+"""Threads read at most to match a `values` filter (values are not indexed)."""
+
+_COPY = {
+    "bw_checkpoint": "ns, checkpoint_id, seq, step, parent_id, source, created_at, document, metadata",
+    "bw_checkpoint_blob": "ns, channel, version, blob",
+    "bw_checkpoint_write": "ns, checkpoint_id, task_id, record",
+}
+
+
+def shown(thread: Thread) -> dict[str, Any]:
+    """The thread as `threads.get` shows it."""
+    busy = lookup.busy(thread)
+    latest = Run.objects.filter(thread=thread).order_by("-created_at").first()
+    error = representations.error_of(latest)
+    return representations.thread(
+        thread,
+        lookup.snapshot(thread),
+        busy=busy,
+        error=error["message"] if error and thread.status == Thread.Status.FAILED else None,
+    )
+
+
+def create(request: HttpRequest, user: Any) -> dict[str, Any]:
+    body = json_body(request, "ThreadCreate")
+    if body.get("supersteps"):
+        raise ProtocolError(
+            422,
+            "Creating a thread with supersteps is not supported: create it, then add state "
+            "with threads.update_state.",
+        )
+    metadata = dict(body.get("metadata") or {})
+    thread_id = thread_ids.check(body["thread_id"]) if body.get("thread_id") else str(uuid.uuid4())
+    graph = assistants.graph_name(str(metadata.get("graph_id", "")), user) or ""
+    existing = Thread.objects.filter(id=thread_id).first()
+    if existing is not None:
+        if (
+            body.get("if_exists") == "do_nothing"
+            and lookup.threads(user).filter(id=thread_id).exists()
+        ):
+            return shown(existing)
+        raise ProtocolError(409, f"Thread {thread_id!r} already exists.")
+    try:
+        with transaction.atomic():
+            thread = Thread.objects.create(id=thread_id, graph=graph, metadata=metadata)
+    except IntegrityError:
+        raise ProtocolError(409, f"Thread {thread_id!r} already exists.") from None
+    return shown(thread)
+
+
+def get(request: HttpRequest, user: Any, thread_id: str) -> dict[str, Any]:
+    return shown(lookup.thread(user, thread_id))
+
+
+def patch(request: HttpRequest, user: Any, thread_id: str) -> dict[str, Any]:
+    body = json_body(request, "ThreadPatch")
+    thread = lookup.thread(user, thread_id)
+    with transaction.atomic():
+        locked = Thread.objects.select_for_update().get(id=thread.id)
+        locked.metadata = {**(locked.metadata or {}), **body["metadata"]}
+        locked.save(update_fields=["metadata", "updated_at"])
+    return shown(locked)
+
+
+def delete(request: HttpRequest, user: Any, thread_id: str) -> None:
+    thread = lookup.thread(user, thread_id)
+    with transaction.atomic():
+        Thread.objects.select_for_update().filter(id=thread.id).first()
+        if lookup.busy(thread):
+            raise ProtocolError(
+                409,
+                f"Thread {thread_id!r} has an active run; cancel it before deleting the thread.",
+            )
+        kept = kept_elsewhere(thread)
+        if kept:
+            raise ProtocolError(
+                409,
+                f"Thread {thread_id!r} has {kept} that the audit keeps, so it cannot be deleted "
+                "over the API; an administrator can delete it in the admin.",
+            )
+        delete_thread(thread)
+
+
+def copy(request: HttpRequest, user: Any, thread_id: str) -> dict[str, Any]:
+    thread = lookup.thread(user, thread_id)
+    new_id = str(uuid.uuid4())
+    with transaction.atomic():
+        status = Thread.Status.IDLE if thread.status == Thread.Status.RUNNING else thread.status
+        copied = Thread.objects.create(
+            id=new_id, graph=thread.graph, status=status, metadata=dict(thread.metadata or {})
+        )
+        with connection.cursor() as cursor:
+            for table, columns in _COPY.items():
+                cursor.execute(
+                    f"INSERT INTO {table} (thread_id, {columns}) "
+                    f"SELECT %s, {columns} FROM {table} WHERE thread_id = %s",
+                    [new_id, thread.id],
+                )
+    return shown(copied)
+
+
+def _filtered(user: Any, body: Mapping[str, Any]) -> QuerySet[Thread]:
+    threads = lookup.threads(user)
+    if body.get("ids"):
+        threads = threads.filter(id__in=body["ids"])
+    if body.get("metadata"):
+        threads = threads.filter(metadata__contains=body["metadata"])
+    status = body.get("status")
+    if status:
+        active = Run.objects.filter(thread=OuterRef("pk"), status__in=lookup.ACTIVE)
+        threads = threads.annotate(bw_busy=Exists(active))
+        if status == "busy":
+            threads = threads.filter(bw_busy=True)
+        else:
+            threads = threads.filter(bw_busy=False)
+            if status == "interrupted":
+                threads = threads.filter(status=Thread.Status.INTERRUPTED)
+            elif status == "error":
+                threads = threads.filter(status=Thread.Status.FAILED)
+            else:
+                threads = threads.exclude(
+                    Q(status=Thread.Status.INTERRUPTED) | Q(status=Thread.Status.FAILED)
+                )
+    return threads
+
+
+def _contains(values: Any, wanted: Mapping[str, Any]) -> bool:
+    return isinstance(values, Mapping) and all(
+        key in values and values[key] == value for key, value in wanted.items()
+    )
+
+
+def search(request: HttpRequest, user: Any) -> JsonResponse:
+    body = json_body(request, "ThreadSearchRequest")
+    field = {
+        "thread_id": "id",
+        "status": "status",
+        "created_at": "created_at",
+        "updated_at": "updated_at",
+        "state_updated_at": "updated_at",
+    }[body.get("sort_by") or "created_at"]
+    order = field if body.get("sort_order") == "asc" else f"-{field}"
+    threads = _filtered(user, body).order_by(order, "id")
+    offset, limit = body.get("offset", 0), body.get("limit", 10)
+    wanted = body.get("values")
+    if wanted:
+        shown_threads = [shown(t) for t in threads[:SCAN_LIMIT]]
+        page = [t for t in shown_threads if _contains(t["values"], wanted)][offset : offset + limit]
+    else:
+        page = [shown(t) for t in threads[offset : offset + limit]]
+    if body.get("select"):
+        page = [{k: t[k] for k in body["select"] if k in t} for t in page]
+    return JsonResponse(page, safe=False)
+
+
+def count(request: HttpRequest, user: Any) -> int:
+    body = json_body(request, "ThreadCountRequest")
+    threads = _filtered(user, body)
+    if body.get("values"):
+        return sum(1 for t in threads[:SCAN_LIMIT] if _contains(shown(t)["values"], body["values"]))
+    return threads.count()
+
+
+__all__ = ["copy", "count", "create", "delete", "get", "patch", "search", "shown"]

@@ -1,0 +1,169 @@
+"""Run webhooks: when a run started with `webhook=URL` ends (or pauses), the run as JSON,
+with its thread's values, is POSTed to the URL, signed as the review webhooks are
+(`beamweaver_core.signatures`: `X-BeamWeaver-Timestamp` and `X-BeamWeaver-Signature`,
+HMAC-SHA256 with `LG_WEBHOOK_SECRET` over `"{timestamp}.{body}"`).
+
+The URL comes from an API client, so it is checked when the run is created: http(s),
+no credentials, and a host listed in `LG_WEBHOOK_HOSTS` (exact, or `*.example.com`);
+with no host listed or no secret set, webhooks are refused (422) rather than sent
+unsigned or anywhere. Redirects are not followed.
+
+Delivery is attempted when the run's outcome is committed, and retried by the workers'
+periodic tick (`MAX_ATTEMPTS` in all, the first ones quickly): at least once, receivers
+dedupe on `X-BeamWeaver-Delivery` (the run id and its status).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import urllib.error
+import urllib.request
+from datetime import timedelta
+from typing import Any
+from urllib.parse import urlsplit
+
+from django.conf import settings
+from django.db import close_old_connections, transaction
+from django.utils import timezone
+
+from beamweaver_core.protocol import representations
+from beamweaver_core.protocol.errors import ProtocolError
+from beamweaver_core.protocol.models import ProtocolRun
+from beamweaver_core.protocol.outcome import result
+from beamweaver_core.signatures import signature_headers
+
+logger = logging.getLogger(__name__)
+
+TIMEOUT_SECONDS = 10.0
+MAX_ATTEMPTS = 5
+RETRY_AFTER = timedelta(seconds=30)
+
+
+def _conf() -> tuple[str, list[str]]:
+    conf = settings.BEAMWEAVER
+    return str(conf.get("LG_WEBHOOK_SECRET") or ""), list(conf.get("LG_WEBHOOK_HOSTS") or ())
+
+
+def checked_url(url: str) -> str:
+    """`url` if runs may call it back; 422 saying what to change otherwise."""
+    secret, hosts = _conf()
+    if not secret or not hosts:
+        raise ProtocolError(
+            422,
+            "Run webhooks are off on this server: set BEAMWEAVER_LG_WEBHOOK_SECRET (the "
+            "signing secret) and BEAMWEAVER_LG_WEBHOOK_HOSTS (the hosts webhooks may call).",
+        )
+    parts = urlsplit(url)
+    host = (parts.hostname or "").lower()
+    if parts.scheme not in ("http", "https") or not host or parts.username or parts.password:
+        raise ProtocolError(422, "A webhook must be an http(s) URL with a host and no credentials.")
+    if not any(host == h or (h.startswith("*.") and host.endswith(h[1:])) for h in hosts):
+        raise ProtocolError(
+            422, f"Webhook host {host!r} is not allowed; allowed: {', '.join(hosts)}."
+        )
+    return url
+
+
+class _NoRedirects(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+_opener = urllib.request.build_opener(_NoRedirects)
+
+
+def payload(record: ProtocolRun) -> dict[str, Any]:
+    """The webhook body: the run, its status, the thread's values (and its error)."""
+    run = record.run
+    body = representations.run(run, record)
+    answer = result(run)
+    body["values"] = None if "__error__" in answer else answer
+    if "__error__" in answer:
+        body["error"] = answer["__error__"]
+    body["run_started_at"] = representations.time(run.started_at)
+    body["run_ended_at"] = representations.time(run.finished_at)
+    body["webhook_sent_at"] = timezone.now().isoformat()
+    return body
+
+
+def deliver(run_id: Any) -> bool:
+    """Send the run's webhook once if it is still due; whether it was delivered. The
+    attempt is counted first (in its own short transaction), then the request is sent
+    outside any transaction."""
+    with transaction.atomic():
+        record = (
+            ProtocolRun.objects.select_for_update(skip_locked=True, of=("self",))
+            .select_related("run")
+            .filter(run_id=run_id, webhook_sent_at__isnull=True, webhook_attempts__lt=MAX_ATTEMPTS)
+            .exclude(webhook="")
+            .first()
+        )
+        if record is None:
+            return False
+        record.webhook_attempts += 1
+        record.save(update_fields=["webhook_attempts"])
+    body = json.dumps(payload(record), ensure_ascii=False, default=str).encode()
+    secret, _ = _conf()
+    status = record.run.status
+    request = urllib.request.Request(
+        record.webhook,
+        data=body,
+        method="POST",
+        headers={
+            "Content-Type": "application/json",
+            "User-Agent": "BeamWeaver-Webhooks/1",
+            "X-BeamWeaver-Event": f"run.{status}",
+            "X-BeamWeaver-Delivery": f"{record.run_id}:{status}",
+            **signature_headers(secret, body),
+        },
+    )
+    try:
+        with _opener.open(request, timeout=TIMEOUT_SECONDS) as response:
+            ok = bool(200 <= response.status < 300)
+    except (urllib.error.URLError, OSError) as exc:
+        logger.warning("Webhook of run %s failed: %s", record.run_id, exc)
+        ok = False
+    if ok:
+        ProtocolRun.objects.filter(pk=record.pk).update(webhook_sent_at=timezone.now())
+    return ok
+
+
+def deliver_soon(run_id: Any) -> None:
+    """Deliver from a thread of its own (after the run's outcome is committed)."""
+
+    def send() -> None:
+        try:
+            deliver(run_id)
+        except Exception:
+            logger.exception("Webhook of run %s could not be sent", run_id)
+        finally:
+            close_old_connections()
+
+    threading.Thread(target=send, name=f"beamweaver-webhook-{run_id}", daemon=True).start()
+
+
+def retry_due() -> int:
+    """Send again, from threads of their own, the webhooks whose earlier attempts failed,
+    each after `RETRY_AFTER` doubled per attempt since its run ended (from the workers'
+    tick, which must stay quick); how many were started."""
+    now = timezone.now()
+    failed = (
+        ProtocolRun.objects.filter(
+            webhook_sent_at__isnull=True, webhook_attempts__gt=0, webhook_attempts__lt=MAX_ATTEMPTS
+        )
+        .exclude(webhook="")
+        .values_list("run_id", "webhook_attempts", "run__finished_at")[:100]
+    )
+    due = [
+        run_id
+        for run_id, attempts, ended in failed
+        if ended is not None and now - ended >= RETRY_AFTER * 2 ** (attempts - 1)
+    ]
+    for run_id in due:
+        deliver_soon(run_id)
+    return len(due)
+
+
+__all__ = ["MAX_ATTEMPTS", "checked_url", "deliver", "deliver_soon", "payload", "retry_due"]

@@ -1,0 +1,65 @@
+"""Who a caller is and what they may see or start: the interface the ways in above the
+runtime (the LangGraph Platform protocol under `/lg`) ask, and the inbox app implements.
+
+The runtime does not know about users, tokens or review policies; the `reviews` app does.
+It registers its implementation at start-up (`register_access`, from its
+`AppConfig.ready`), the same inversion the runtime uses to tell the inbox about pauses
+(`runtime.signals`), so the layers stay engine → checkpoint → runtime → {protocol,
+reviews} → wiring and the protocol never imports `reviews`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from django.db.models import QuerySet
+
+from beamweaver_core.exceptions import BeamWeaverError
+from beamweaver_core.models import Run, Thread
+
+
+class AccessPolicy(Protocol):
+    """What the inbox app answers about callers (see `reviews.ports`)."""
+
+    def authenticate(self, raw_token: str) -> Any | None:
+        """The user a live API token acts as, or `None` (unknown, revoked, expired, or
+        its user may not use the API)."""
+
+    def visible_threads(self, user: Any) -> QuerySet[Thread]:
+        """The threads `user` may see (and so address: read, run, answer, delete)."""
+
+    def may_start(self, user: Any, graph: str) -> bool:
+        """Whether `user` may start runs of the registered graph `graph`."""
+
+    def cancel_refusal(self, user: Any, run: Run) -> str | None:
+        """Why `user` may not cancel `run` (it also cancels the thread's pending reviews),
+        or `None` if they may; the caller has checked that `user` sees its thread."""
+
+    def issue_token(self, user: Any, name: str) -> str:
+        """A new API token for `user` (its secret text, shown once)."""
+
+
+class AccessNotConfiguredError(BeamWeaverError, LookupError):
+    """No access policy is registered (the `reviews` app is not installed)."""
+
+
+_policy: AccessPolicy | None = None
+
+
+def register_access(policy: AccessPolicy) -> None:
+    """Install the access policy (the inbox app does, in its `AppConfig.ready`)."""
+    global _policy
+    _policy = policy
+
+
+def access() -> AccessPolicy:
+    """The registered access policy; `AccessNotConfiguredError` without one."""
+    if _policy is None:
+        raise AccessNotConfiguredError(
+            "No access policy is registered: add 'reviews.apps.ReviewsConfig' to "
+            "INSTALLED_APPS (it authenticates API tokens and decides who sees what)."
+        )
+    return _policy
+
+
+__all__ = ["AccessNotConfiguredError", "AccessPolicy", "access", "register_access"]

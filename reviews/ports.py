@@ -1,0 +1,116 @@
+"""What the inbox app provides to the ways in above the runtime (the protocol under
+`/lg`): token authentication and visibility (`runtime.access`), and answers through the
+decision service (`runtime.answers`). Registered in `ReviewsConfig.ready`."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from django.db import transaction
+from django.db.models import QuerySet
+from django.utils import timezone
+
+from beamweaver_core.models import Run, Thread
+from beamweaver_core.runtime.answers import (
+    ACCEPTED,
+    APPROVAL_RECORDED,
+    AnswerOutcome,
+    AnswerRequest,
+)
+from reviews.api.auth import LAST_USED_PRECISION
+from reviews.cancelling import cancel_refusal
+from reviews.models import ApiToken, Decision, ReviewItem
+from reviews.permissions import can_review, visible_threads
+from reviews.services import DecisionRequest, decide
+
+
+class ReviewsAccess:
+    """API tokens act as their user; what a user sees is what the inbox shows them."""
+
+    def authenticate(self, raw_token: str) -> Any | None:
+        token = ApiToken.objects.authenticate(raw_token)
+        if token is None or not can_review(token.user):
+            return None
+        now = timezone.now()
+        if token.last_used_at is None or now - token.last_used_at > LAST_USED_PRECISION:
+            ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
+        return token.user
+
+    def visible_threads(self, user: Any) -> QuerySet[Thread]:
+        threads: QuerySet[Thread] = visible_threads(user)
+        return threads
+
+    def may_start(self, user: Any, graph: str) -> bool:
+        # As in the inbox's "Start a run": every reviewer may start every registered graph.
+        return can_review(user)
+
+    def cancel_refusal(self, user: Any, run: Run) -> str | None:
+        refusal = cancel_refusal(user, run)
+        return refusal.message if refusal is not None else None
+
+    def issue_token(self, user: Any, name: str) -> str:
+        return ApiToken.objects.issue(user, name)[1]
+
+
+class ReviewsAnswers:
+    """Each answer is a decision of the decision service, taken as the token's user."""
+
+    def answer(self, request: AnswerRequest) -> AnswerOutcome:
+        # One transaction: the resume run that the first decision queues is not visible to
+        # workers before the last answer has joined it, so the thread resumes once.
+        decided: list[str] = []
+        recorded = False
+        run_id = None
+        with transaction.atomic():
+            for interrupt_id, value in request.answers.items():
+                item = (
+                    ReviewItem.objects.filter(
+                        thread_id=request.thread_id, interrupt_id=interrupt_id
+                    )
+                    .only("pk", "digest", "kind")
+                    .first()
+                )
+                answer = value
+                if item is not None and item.kind == ReviewItem.Kind.TOOL_REVIEW:
+                    answer = {"decisions": value} if isinstance(value, list) else value
+                outcome = decide(
+                    DecisionRequest(
+                        item_id=item.pk if item is not None else None,
+                        user=request.user,
+                        client_decision_id=f"lg-{uuid.uuid4().hex}",
+                        digest=item.digest if item is not None else "",
+                        answer=answer,
+                        interrupt_id=interrupt_id,
+                        source=Decision.Source.API,
+                    )
+                )
+                if outcome.code == APPROVAL_RECORDED:
+                    recorded = True
+                    continue
+                if not outcome.accepted:
+                    return AnswerOutcome(
+                        outcome.code,
+                        outcome.message,
+                        run_id=run_id,
+                        interrupt_id=interrupt_id,
+                        answered=tuple(decided),
+                        problems=tuple(outcome.problems),
+                    )
+                decided.append(interrupt_id)
+                if outcome.decision is not None and outcome.decision.resume_run_id is not None:
+                    run_id = outcome.decision.resume_run_id
+        if recorded:
+            return AnswerOutcome(
+                APPROVAL_RECORDED,
+                "The approval was recorded; the run resumes once the other reviewers the "
+                "item's policy requires have approved it.",
+                run_id=run_id,
+                answered=tuple(decided),
+            )
+        return AnswerOutcome(
+            ACCEPTED, "Answered; the run resumes.", run_id=run_id, answered=tuple(decided)
+        )
+
+
+__all__ = ["ReviewsAccess", "ReviewsAnswers"]

@@ -1,0 +1,171 @@
+"""Graphs the protocol tests run on the live server (through `BEAMWEAVER_GRAPHS`): small,
+each for one part of the contract."""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+from beamweaver_core.agent import Agent, Message, ToolCall, tool
+from beamweaver_core.graph import START, Graph, interrupt
+from beamweaver_core.llm import ScriptedChatModel
+from tests.reviews.graphs import REVIEW_GRAPHS
+
+PROTOCOL_GRAPHS = {
+    **REVIEW_GRAPHS,
+    "ask": "tests.protocol.graphs:ask",
+    "linear": "tests.protocol.graphs:linear",
+    "parallel": "tests.protocol.graphs:parallel",
+    "nested": "tests.protocol.graphs:nested",
+    "chat": "tests.protocol.graphs:chat",
+    "mailer": "tests.protocol.graphs:mailer",
+    "configured": "tests.protocol.graphs:configured",
+    "nested_ask": "tests.protocol.graphs:nested_ask",
+}
+
+
+def _ask(state: dict[str, Any]) -> dict[str, Any]:
+    return {"answer": interrupt({"question": "Approve?", "amount": state.get("amount")})}
+
+
+def _finish(state: dict[str, Any], runtime: Any) -> dict[str, Any]:
+    runtime.emit("progress", {"step": "finishing"})
+    return {"log": ["finish"]}
+
+
+ask = (
+    Graph(name="ask")
+    .add_reducer("log", operator.add)
+    .add_node("ask", _ask)
+    .add_node("finish", _finish)
+    .add_edge(START, "ask")
+    .add_edge("ask", "finish")
+    .compile()
+)
+
+
+def _step(name: str) -> Any:
+    def node(state: dict[str, Any]) -> dict[str, Any]:
+        return {"log": [name]}
+
+    return node
+
+
+linear = (
+    Graph(name="linear")
+    .add_reducer("log", operator.add)
+    .add_node("one", _step("one"))
+    .add_node("two", _step("two"))
+    .add_node("three", _step("three"))
+    .add_edge(START, "one")
+    .add_edge("one", "two")
+    .add_edge("two", "three")
+    .compile()
+)
+
+
+def _left(state: dict[str, Any]) -> dict[str, Any]:
+    return {"left": interrupt("left?")}
+
+
+def _right(state: dict[str, Any]) -> dict[str, Any]:
+    return {"right": interrupt("right?")}
+
+
+parallel = (
+    Graph(name="parallel")
+    .add_node("left", _left)
+    .add_node("right", _right)
+    .add_edge(START, "left")
+    .add_edge(START, "right")
+    .compile()
+)
+
+_inner = (
+    Graph(name="inner")
+    .add_reducer("log", operator.add)
+    .add_node("deep", _step("deep"))
+    .add_edge(START, "deep")
+    .compile()
+)
+nested = (
+    Graph(name="nested")
+    .add_reducer("log", operator.add)
+    .add_node("sub", _inner)
+    .add_node("after", _step("after"))
+    .add_edge(START, "sub")
+    .add_edge("sub", "after")
+    .compile()
+)
+
+
+_inner_ask = (
+    Graph(name="inner_ask")
+    .add_reducer("log", operator.add)
+    .add_node("ask", _ask)
+    .add_edge(START, "ask")
+    .compile()
+)
+nested_ask = (
+    Graph(name="nested_ask")
+    .add_reducer("log", operator.add)
+    .add_node("sub", _inner_ask)
+    .add_node("after", _step("after"))
+    .add_edge(START, "sub")
+    .add_edge("sub", "after")
+    .compile()
+)
+
+
+def _hello(messages: list[Message]) -> Message:
+    return Message.assistant("Hello there friend")
+
+
+# Its reply streams in three chunks over 40 ms, as a provider's would.
+chat = Agent.build(
+    model=ScriptedChatModel([_hello] * 1000, chunk_size=6, chunk_delay=0.02), tools=[], name="chat"
+)
+
+
+@tool
+def send_email(to: str, subject: str) -> str:
+    """Send an email."""
+    return f"sent to {to}"
+
+
+def _mail(messages: list[Message]) -> Message:
+    if messages[-1].role == "tool":
+        return Message.assistant("Done: " + messages[-1].content)
+    return Message.assistant(
+        "",
+        [
+            ToolCall(
+                id=f"call-{len(messages)}",
+                name="send_email",
+                args={"to": "a@example.com", "subject": "Hi"},
+            )
+        ],
+    )
+
+
+mailer = Agent.build(
+    model=ScriptedChatModel([_mail] * 1000),
+    tools=[send_email],
+    interrupt_on={"send_email": True},
+    name="mailer",
+)
+
+
+def _show_config(state: dict[str, Any], runtime: Any) -> dict[str, Any]:
+    configurable = runtime.config.get("configurable") or {}
+    return {
+        "seen": {
+            "configurable": {k: v for k, v in configurable.items() if k not in ("thread_id",)},
+            "context": runtime.context,
+        }
+    }
+
+
+configured = (
+    Graph(name="configured").add_node("show", _show_config).add_edge(START, "show").compile()
+)
