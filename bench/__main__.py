@@ -78,7 +78,7 @@ def _blocker(configs: list[plan.Config]) -> Any:
     """Decide once, before any run, which jobs cannot run here and why."""
     postgres_reason = bw_reason = live_reason = redis_reason = None
     if any(c.postgres or c.live for c in configs):
-        postgres_reason = pg.unreachable_reason()
+        postgres_reason = pg.prepare_server(env.ROOT)
     if postgres_reason is None and any(c.live for c in configs):
         logging.getLogger("bench").info("preparing the live server's database (migrate)")
         live_reason = live_database.prepare_template()

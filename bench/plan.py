@@ -25,7 +25,7 @@ from bench.targets import (
 )
 
 BOTH = ("beamweaver", "langgraph")
-LIVE_WORKLOADS = ("realtime_push", "realtime_decision", "realtime_inbox")
+LIVE_WORKLOADS = ("realtime_push", "realtime_decision", "realtime_inbox", "scale")
 """Workloads against the live server (`bench.live`); BeamWeaver only, absolute numbers."""
 
 
@@ -35,6 +35,9 @@ class Metric:
     path: tuple[str, ...]
     unit: str
     target: Target | None = None
+    baseline: tuple[str, ...] | None = None
+    """Where the second column's value is read for a row without a peer (the same figure
+    on an empty database, for the scale rows); the ratio is then value / baseline."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +52,10 @@ class Config:
     lg_durability: str = "async"
     pending: str | None = None
     """Set for rows that cannot be measured yet: the table says why instead of a number."""
+    on_demand: bool = False
+    """Left out of a run unless `--only` names it (it needs a long build first)."""
+    timeout_s: float | None = None
+    """Seconds one run may take, when more than the harness's `--timeout`."""
 
     @property
     def postgres(self) -> bool:
@@ -210,6 +217,62 @@ _LIVE: tuple[Config, ...] = (
         ),
     ),
 )
+
+
+def _vs_empty(label: str, key: str, stat: str, target: Target | None = None) -> Metric:
+    """A scale figure on the big database, with the same on the empty one beside it."""
+    return Metric(label, ("big", key, stat), "ms", target, ("empty", key, stat))
+
+
+SCALE = Config(
+    "scale",
+    "8. scale: 1,000,000 checkpointed threads, 100,000 pending items (second column: the "
+    "same on an empty database, same run; ratio: big / empty)",
+    "scale",
+    quick={
+        "threads": 3000,
+        "pending": 300,
+        "requests": 5,
+        "warmup": 1,
+        "items": 4,
+        "resumes": 5,
+        "rounds": 2,
+        "long": 3,
+        "turns": 8,
+    },
+    full={},
+    engines=("beamweaver",),
+    on_demand=True,
+    timeout_s=4 * 3600,  # the first run builds the big database
+    metrics=(
+        _vs_empty("inbox GET / p95", "inbox_ms", "p95", AtMost(150, "ms (p95)")),
+        _vs_empty("search ?q=<customer> p95", "search_ms", "p95", AtMost(300, "ms (p95)")),
+        _vs_empty("filters ?graph=&tool= p95", "filtered_ms", "p95", AtMost(300, "ms (p95)")),
+        _vs_empty("decision POST p99", "post_ms", "p99", AtMost(200, "ms (p99)")),
+        _vs_empty("engine resume (median)", "resume_ms", "median", RatioAtMost(1.2)),
+        _vs_empty("engine resume p95", "resume_ms", "p95"),
+        _vs_empty("decision POST → resume finished p99", "resume_finished_ms", "p99"),
+        _vs_empty("inbox page 2,000 p95", "deep_page_ms", "p95"),
+        _vs_empty("decided items ?status=decided p95", "decided_ms", "p95"),
+        _vs_empty("item page p95", "item_page_ms", "p95"),
+        _vs_empty("thread page p95", "thread_page_ms", "p95"),
+        Metric(
+            "prune_checkpoints --keep 5, whole database",
+            ("big", "prune", "wall_s"),
+            "s",
+            None,
+            ("empty", "prune", "wall_s"),
+        ),
+        Metric(
+            "prune: longest transaction (lock held)",
+            ("big", "prune", "longest_xact_ms"),
+            "ms",
+            AtMost(100, "ms"),
+            ("empty", "prune", "longest_xact_ms"),
+        ),
+    ),
+)
+"""Issue 16's scale row (`python -m bench --only scale`; builds the big database once)."""
 
 CONFIGS: tuple[Config, ...] = (
     Config(
@@ -386,16 +449,18 @@ CONFIGS: tuple[Config, ...] = (
         ),
     ),
     *_LIVE,
+    SCALE,
 )
 FLOOR_METRIC = ("ops", "insert_commit", "latency_ms", "median")
 """Where the floor (one durable INSERT + COMMIT) is read for `FloorBound`."""
 
 
 def select(only: str) -> list[Config]:
-    """Configurations whose key starts with one of the comma-separated prefixes in `only`."""
+    """Configurations whose key starts with one of the comma-separated prefixes in `only`
+    (without `only`: all but the on-demand ones)."""
     prefixes = [p.strip() for p in only.split(",") if p.strip()]
     if not prefixes:
-        return list(CONFIGS)
+        return [c for c in CONFIGS if not c.on_demand]
     chosen = [c for c in CONFIGS if any(c.key.startswith(p) for p in prefixes)]
     if not chosen:
         known = ", ".join(c.key for c in CONFIGS)

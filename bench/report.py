@@ -94,6 +94,8 @@ def build_rows(configs: Sequence[Config], results: Results) -> list[Row]:
                 )
             bw = values.get("beamweaver", values.get("postgres"))
             lg = values.get("langgraph")
+            if metric.baseline is not None:
+                lg = _median(bw_runs, metric.baseline) if not reasons else None
             numeric_bw = bw if isinstance(bw, int | float) else None
             numeric_lg = lg if isinstance(lg, int | float) else None
             ratio = numeric_bw / numeric_lg if numeric_bw is not None and numeric_lg else None

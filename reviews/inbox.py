@@ -6,11 +6,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 from urllib.parse import urlencode
 
+from django.core.exceptions import EmptyResultSet, FullResultSet
 from django.core.paginator import Page, Paginator
-from django.db.models import Count, F, Func, Q, QuerySet
+from django.db import connections
+from django.db.models import Q, QuerySet
 
 from reviews.models import ReviewItem
 
@@ -73,12 +76,45 @@ class InboxQuery:
         return items.order_by("created_at", "id")
 
 
+class CappedPaginator(Paginator):
+    """Counts the matching rows only as far as the asked page needs: `COUNT_CAP`, or
+    through the page after the asked one (deep pages and "Later" keep working).
+    `capped`: there are more rows than `count` says (the page shows "+")."""
+
+    def __init__(self, matching: QuerySet[Any], per_page: int, number: Any) -> None:
+        super().__init__(matching, per_page)
+        try:
+            asked = max(1, int(number or 1))
+        except (TypeError, ValueError):
+            asked = 1
+        self.limit = max(COUNT_CAP, (min(asked, 10_000) + 1) * per_page)
+        self.capped = False
+
+    @cached_property
+    def count(self) -> int:
+        found = self.object_list.order_by()[: self.limit + 1].count()
+        self.capped = found > self.limit
+        return min(found, self.limit)
+
+
+class BoundedPaginator(CappedPaginator):
+    """The inbox's: counted as `CappedPaginator`, and a page's ids read from the listing
+    index before its rows (a deep page's OFFSET then skips index entries, not rows)."""
+
+    def __init__(self, matching: QuerySet[ReviewItem], number: int) -> None:
+        super().__init__(matching, PAGE_SIZE, number)
+
+    def page(self, number: Any) -> Page[ReviewItem]:
+        number = self.validate_number(number)
+        bottom = (number - 1) * self.per_page
+        ids = list(self.object_list.values_list("pk", flat=True)[bottom : bottom + self.per_page])
+        rows = self.object_list.select_related("thread", "claimed_by", "assignee").in_bulk(ids)
+        return self._get_page([rows[pk] for pk in ids if pk in rows], number, self)
+
+
 def page(items: QuerySet[ReviewItem], query: InboxQuery) -> Page[ReviewItem]:
     """The page of matching items (the last page if the asked one is past the end)."""
-    paginator = Paginator(
-        query.apply(items).select_related("thread", "claimed_by", "assignee"), PAGE_SIZE
-    )
-    return paginator.get_page(query.page)
+    return BoundedPaginator(query.apply(items), query.page).get_page(query.page)
 
 
 def page_number_of(items: QuerySet[ReviewItem], query: InboxQuery, item: ReviewItem) -> int | None:
@@ -92,25 +128,94 @@ def page_number_of(items: QuerySet[ReviewItem], query: InboxQuery, item: ReviewI
     return before // PAGE_SIZE + 1
 
 
+COUNT_CAP = 10_000
+"""Items are counted up to this many (then shown as "10,000+"): an exact count reads
+every matching entry of the index, 0.2 s for 100,000 pending items on two loaded
+cores, on every page and every push."""
+
+
 def counts(items: QuerySet[ReviewItem]) -> dict[str, int]:
-    """Items per status."""
-    rows = items.order_by().values("status").annotate(n=Count("id"))
-    found = {row["status"]: row["n"] for row in rows}
-    return {status: found.get(status, 0) for status in STATUSES if status != "all"}
+    """Items per status, each counted up to `COUNT_CAP` + 1 (see `over_cap`) from the
+    listing index alone."""
+    return {
+        status: items.filter(status=status).order_by()[: COUNT_CAP + 1].count()
+        for status in STATUSES
+        if status != "all"
+    }
+
+
+def over_cap(counts: Mapping[str, int]) -> dict[str, bool]:
+    """Which of `counts` stopped at the cap (the page shows "10,000+")."""
+    return {status: n > COUNT_CAP for status, n in counts.items()}
+
+
+# The menus' distinct (graph, tools) pairs, one index probe each: a loose index scan over
+# bw_review_item_menu_idx (status, graph, tool_names), for every status, in one
+# statement. Written by hand because neither Django nor PostgreSQL before 18 skips
+# through an index by itself; a DISTINCT read every item (1.4-1.9 s at a million).
+_MENU = """
+WITH RECURSIVE pairs(status, graph, tool_names) AS (
+    SELECT s.status, f.graph, f.tool_names
+      FROM unnest(%s::varchar[]) AS s(status)
+     CROSS JOIN LATERAL (
+           SELECT "bw_review_item"."graph", "bw_review_item"."tool_names"
+             FROM "bw_review_item"
+            WHERE "bw_review_item"."status" = s.status AND ({visible})
+            ORDER BY 1, 2 LIMIT 1) AS f
+    UNION ALL
+    SELECT p.status, n.graph, n.tool_names
+      FROM pairs AS p
+     CROSS JOIN LATERAL (
+           SELECT "bw_review_item"."graph", "bw_review_item"."tool_names"
+             FROM "bw_review_item"
+            WHERE "bw_review_item"."status" = p.status AND ({visible})
+              AND ("bw_review_item"."graph", "bw_review_item"."tool_names")
+                  > (p.graph, p.tool_names)
+            ORDER BY 1, 2 LIMIT 1) AS n
+)
+SELECT DISTINCT graph, tool_names FROM pairs LIMIT %s
+"""
+MENU_PAIRS = 500
+"""Distinct (graph, tools) pairs read for the menus at most."""
 
 
 def choices(items: QuerySet[ReviewItem]) -> dict[str, list[str]]:
-    """The graphs and tools that occur, for the filter menus."""
-    graphs = sorted(set(items.order_by().values_list("graph", flat=True).distinct()))
-    tools = sorted(
-        set(
-            items.order_by()
-            .annotate(tool=Func(F("tool_names"), function="unnest"))
-            .values_list("tool", flat=True)
-            .distinct()
-        )
-    )
+    """The graphs and tools that occur among `items` (every status), for the filter menus.
+
+    `items` is the user's visible items (`ReviewItem.objects.visible_to`): a filter on the
+    item's own columns, compiled into each probe."""
+    query = items.order_by().query
+    joined = [
+        alias for alias, refs in query.alias_refcount.items() if refs and alias != query.base_table
+    ]
+    if joined:
+        raise ValueError(f"choices() takes items filtered on their own columns, not {joined}")
+    try:
+        visible, params = query.get_compiler(using=items.db).compile(query.where)
+    except EmptyResultSet:  # the user may see no item at all
+        return {"graphs": [], "tools": []}
+    except FullResultSet:  # a manager sees every item
+        visible, params = "TRUE", []
+    sql = _MENU.format(visible=visible or "TRUE")
+    statuses = [s for s in STATUSES if s != "all"]
+    with connections[items.db].cursor() as cursor:
+        cursor.execute(sql, [statuses, *params, *params, MENU_PAIRS])
+        rows = cursor.fetchall()
+    graphs = sorted({graph for graph, _ in rows})
+    tools = sorted({tool for _, names in rows for tool in names or ()})
     return {"graphs": graphs, "tools": tools}
 
 
-__all__ = ["PAGE_SIZE", "STATUSES", "InboxQuery", "choices", "counts", "page", "page_number_of"]
+__all__ = [
+    "COUNT_CAP",
+    "PAGE_SIZE",
+    "STATUSES",
+    "BoundedPaginator",
+    "CappedPaginator",
+    "InboxQuery",
+    "choices",
+    "counts",
+    "over_cap",
+    "page",
+    "page_number_of",
+]

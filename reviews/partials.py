@@ -38,7 +38,10 @@ def inbox_context(items: QuerySet[ReviewItem], query: inbox.InboxQuery) -> dict[
         "page": page,
         "items": list(page.object_list),
         "counts": counts,
+        "counts_over": inbox.over_cap(counts),
+        "count_cap": f"{inbox.COUNT_CAP:,}",
         "shown_count": page.paginator.count,
+        "shown_capped": getattr(page.paginator, "capped", False),
         "statuses": inbox.STATUSES,
         "choices": inbox.choices(items),
     }

@@ -13,7 +13,6 @@ from urllib.parse import quote, unquote_to_bytes
 
 from django.contrib import messages
 from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent
-from django.core.paginator import Paginator
 from django.db.models import Q
 from django.http import (
     Http404,
@@ -372,7 +371,8 @@ def audit_view(request: HttpRequest) -> HttpResponse:
     events, filters = _audit_events(request)
     if request.GET.get("format") == "csv":
         return _audit_csv(events)
-    page = Paginator(events, AUDIT_PAGE_SIZE).get_page(request.GET.get("page"))
+    number = request.GET.get("page")
+    page = inbox.CappedPaginator(events, AUDIT_PAGE_SIZE, number).get_page(number)
     query = "&".join(f"{k}={quote(v)}" for k, v in filters.items() if v)
     context = {
         "page": page,

@@ -10,6 +10,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIGS = ("linear_none", "linear_memory")
@@ -83,3 +84,69 @@ def test_realtime_rows_are_planned_and_pushed_frames_name_their_items() -> None:
     assert item_ids('<nav id="inbox-pager"></nav>') == []
     frames = [[10.0, 0, [41], 90], [11.0, 0, [41, 7], 80], [10.5, 1, [41], 90]]
     assert _first_frames(frames) == {(0, 41): 10.0, (0, 7): 11.0, (1, 41): 10.5}
+
+
+def test_a_fresh_server_gets_the_benchmark_database_it_lacks() -> None:
+    """On a fresh machine the benchmark database does not exist: `python -m bench`
+    creates it on the server it is given and runs the Postgres rows, instead of marking
+    them pending."""
+    import uuid
+
+    from bench import pg
+
+    base = pg.use_embedded(ROOT) if not _has_env("BENCH_PG_DSN") else _env("BENCH_PG_DSN")
+    url = pg.with_database(base, f"bench_smoke_{uuid.uuid4().hex[:8]}")
+    assert pg.unreachable_reason(url) is not None  # not there yet
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "bench", "--quick", "--only", "floor", "--out", "/dev/null"],
+            cwd=ROOT,
+            env={**_environ(), "BENCH_PG_DSN": url},
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        assert "pending" not in done.stderr, done.stderr
+        assert "INSERT 1 KB jsonb + COMMIT (median)" in done.stdout
+        assert pg.unreachable_reason(url) is None
+    finally:
+        with pg.connect(pg.with_database(url, "postgres")) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{pg.database_of(url)}" WITH (FORCE)')
+
+
+def test_without_a_reachable_server_the_embedded_postgres_is_used(monkeypatch: Any) -> None:
+    """No `BENCH_PG_DSN` and nothing listening where the default points: the suite uses
+    the product's embedded PostgreSQL, with its `bench` database, for itself and the
+    processes it starts."""
+    from bench import pg
+
+    monkeypatch.setattr(pg, "DEFAULT_DSN", "postgresql://root@127.0.0.1:9/bench")
+    monkeypatch.setenv("BENCH_PG_DSN", "")
+    monkeypatch.delenv("BENCH_PG_DSN")
+
+    assert pg.prepare_server(ROOT) is None
+
+    url = _env("BENCH_PG_DSN")
+    assert "127.0.0.1:9" not in url and pg.database_of(url) == "bench"
+    with pg.connect(url) as conn:
+        assert conn.execute("SELECT current_database()").fetchone() == ("bench",)
+
+
+def _env(name: str) -> str:
+    import os
+
+    return os.environ[name]
+
+
+def _has_env(name: str) -> bool:
+    import os
+
+    return bool(os.environ.get(name))
+
+
+def _environ() -> dict[str, str]:
+    import os
+
+    return dict(os.environ)

@@ -8,7 +8,9 @@ back to its snapshot). Threads with a queued or running run are left alone.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from django.db import connections, transaction
@@ -17,9 +19,6 @@ from beamweaver_core.exceptions import ThreadBusyError
 
 if TYPE_CHECKING:
     from django.db.backends.utils import CursorWrapper
-
-if TYPE_CHECKING:
-    pass
 
 
 @dataclass
@@ -30,6 +29,11 @@ class PruneReport:
     blobs_deleted: int = 0
     checkpoints_kept: int = 0
     namespaces: list[str] = field(default_factory=list)
+
+
+def busy_message(thread_id: str) -> str:
+    """Why retention leaves a thread alone."""
+    return f"Thread {thread_id!r} has a queued or running run; prune it later."
 
 
 def prune_thread(
@@ -48,9 +52,7 @@ def prune_thread(
             [thread_id],
         )
         if cursor.fetchone() is not None:
-            raise ThreadBusyError(
-                f"Thread {thread_id!r} has a queued or running run; prune it later."
-            )
+            raise ThreadBusyError(busy_message(thread_id))
         cursor.execute(
             "SELECT DISTINCT ns FROM bw_checkpoint WHERE thread_id = %s ORDER BY ns", [thread_id]
         )
@@ -140,4 +142,73 @@ def drop_thread_storage(
     return report
 
 
-__all__ = ["PruneReport", "drop_thread_storage", "prune_thread"]
+@dataclass(frozen=True)
+class Chunk:
+    """What retention has to do in one slice of the threads (found without locks)."""
+
+    prune: list[str]
+    """Threads with a namespace holding more checkpoints than are kept."""
+    drop: list[str]
+    """Finished threads older than the cut-off that still have checkpoint storage."""
+    busy: list[str]
+    """Threads of the slice with a queued or running run (left alone)."""
+
+
+_PRUNABLE = (
+    "SELECT DISTINCT thread_id FROM bw_checkpoint WHERE thread_id = ANY(%s) "
+    "GROUP BY thread_id, ns HAVING count(*) > %s"
+)
+_DROPPABLE = """
+SELECT t.id FROM bw_thread t
+ WHERE t.id = ANY(%s) AND t.status = ANY(%s) AND t.updated_at < %s
+   AND (EXISTS (SELECT 1 FROM bw_checkpoint c WHERE c.thread_id = t.id)
+        OR EXISTS (SELECT 1 FROM bw_checkpoint_blob b WHERE b.thread_id = t.id)
+        OR EXISTS (SELECT 1 FROM bw_checkpoint_write w WHERE w.thread_id = t.id)
+        OR EXISTS (SELECT 1 FROM bw_run_event e WHERE e.thread_id = t.id))
+"""
+_BUSY = (
+    "SELECT DISTINCT thread_id FROM bw_run WHERE thread_id = ANY(%s) "
+    "AND status IN ('queued', 'running')"
+)
+
+
+def chunks(
+    keep: int,
+    *,
+    finished: Sequence[str] = (),
+    cutoff: datetime | None = None,
+    thread_id: str | None = None,
+    size: int = 1000,
+    using: str = "default",
+) -> Iterator[Chunk]:
+    """The threads in id order, `size` at a time, each slice with the threads retention
+    must prune (more than `keep` checkpoints in a namespace) or drop (status in
+    `finished`, not updated since `cutoff`, storage left), by read-only queries over
+    the indexes: a run over a million threads with nothing to do takes no lock and
+    writes nothing, and costs a few index probes per thousand threads."""
+    after = ""
+    with connections[using].cursor() as cursor:
+        while True:
+            if thread_id is not None:
+                ids = [thread_id] if after == "" else []
+            else:
+                cursor.execute(
+                    "SELECT id FROM bw_thread WHERE id > %s ORDER BY id LIMIT %s", [after, size]
+                )
+                ids = [row[0] for row in cursor.fetchall()]
+            if not ids:
+                return
+            after = ids[-1]
+            drop: list[str] = []
+            if cutoff is not None:
+                cursor.execute(_DROPPABLE, [ids, list(finished), cutoff])
+                drop = sorted(row[0] for row in cursor.fetchall())
+            cursor.execute(_PRUNABLE, [ids, keep])
+            dropping = set(drop)
+            prune = sorted(row[0] for row in cursor.fetchall() if row[0] not in dropping)
+            cursor.execute(_BUSY, [ids])
+            busy = sorted(row[0] for row in cursor.fetchall() if row[0] not in dropping)
+            yield Chunk(prune, drop, busy)
+
+
+__all__ = ["Chunk", "PruneReport", "busy_message", "chunks", "drop_thread_storage", "prune_thread"]

@@ -82,9 +82,10 @@ class LiveServer:
         layer: dict[str, str] | None = None,
         *,
         workers: int = 1,
+        graphs: dict[str, str] | None = None,
     ) -> None:
         """`workers`: how many worker processes `start()` runs in `redis` mode (0: none;
-        start them with `spawn_worker`)."""
+        start them with `spawn_worker`); `graphs`: more graphs to register."""
         if mode not in MODES:
             raise ValueError(f"unknown server mode {mode!r}; use one of {MODES}")
         self.mode = mode
@@ -92,7 +93,7 @@ class LiveServer:
         self.base = f"http://127.0.0.1:{self.port}"
         self.ws_base = f"ws://127.0.0.1:{self.port}"
         self.log_dir = log_dir
-        self.env = {**os.environ, **server_env(database_url), "PYTHONPATH": str(ROOT)}
+        self.env = {**os.environ, **server_env(database_url, graphs), "PYTHONPATH": str(ROOT)}
         self.env.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
         if mode == "single":
             self.env.pop("REDIS_URL", None)

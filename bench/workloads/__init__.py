@@ -18,8 +18,9 @@ WORKLOADS = (
     "realtime_push",
     "realtime_decision",
     "realtime_inbox",
+    "scale",
 )
-ENGINE_FREE = ("floor", "realtime_push", "realtime_decision", "realtime_inbox")
+ENGINE_FREE = ("floor", "realtime_push", "realtime_decision", "realtime_inbox", "scale")
 """Workloads that drive no engine adapter: the raw floor, and the live server's
 workloads (the server runs BeamWeaver itself; there is no LangGraph counterpart)."""
 

@@ -118,7 +118,26 @@ class ReviewItem(models.Model):
             ),
         ]
         indexes = [
-            models.Index(fields=["status", "created_at"], name="bw_review_item_inbox_idx"),
+            # The inbox's index: its order, and every column the listing's filters, the
+            # decider rule (`reviews.permissions`), the counts and the pending metrics
+            # read, so those are answered from the index alone (no heap visit per item).
+            models.Index(
+                fields=["status", "created_at", "id"],
+                include=[
+                    "graph",
+                    "kind",
+                    "tool_names",
+                    "reviewer_group_ids",
+                    "responder_ids",
+                    "assignee",
+                    "escalated_at",
+                    "escalation_group",
+                ],
+                name="bw_review_item_listing_idx",
+            ),
+            # The filter menus' distinct (graph, tools) pairs, one probe each
+            # (`reviews.inbox.choices`).
+            models.Index(fields=["status", "graph", "tool_names"], name="bw_review_item_menu_idx"),
             models.Index(
                 fields=["due_at"],
                 condition=models.Q(status="pending", due_at__isnull=False),

@@ -170,6 +170,31 @@ def test_prune_drops_old_finished_threads_and_skips_busy_ones() -> None:
     assert [s["thread_id"] for s in report["skipped"]] == ["busy"]
 
 
+def test_prune_touches_only_the_threads_with_something_to_prune(
+    django_assert_max_num_queries: Any,
+) -> None:
+    """A retention run over many threads with nothing to prune reads them a slice at a
+    time and locks none of them: its statements do not grow with the number of threads
+    (it used to lock and re-read every thread, one transaction each)."""
+    one_step = (
+        Graph()
+        .add_node("step", lambda s: {"n": 1})
+        .add_edge(START, "step")
+        .compile(checkpointer=PostgresCheckpointer())
+    )
+    for i in range(40):
+        one_step.invoke({"n": 0}, {"configurable": {"thread_id": f"short-{i:02d}"}})
+    graph = chatty_graph()
+    graph.invoke({"messages": []}, {"configurable": {"thread_id": "long"}})
+
+    with django_assert_max_num_queries(20):
+        report = json.loads(run_command("prune_checkpoints", "--keep", "2", "--json"))
+
+    assert [r["thread_id"] for r in report["pruned"]] == ["long"]
+    assert Checkpoint.objects.filter(thread_id="long").count() == 2
+    assert Checkpoint.objects.filter(thread_id="short-07").count() == 2
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [(["--keep", "0"], "--keep must be at least 1"), (["--thread", "ghost"], "does not exist")],

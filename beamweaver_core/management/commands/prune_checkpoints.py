@@ -10,7 +10,12 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
-from beamweaver_core.checkpoint.pruning import drop_thread_storage, prune_thread
+from beamweaver_core.checkpoint.pruning import (
+    busy_message,
+    chunks,
+    drop_thread_storage,
+    prune_thread,
+)
 from beamweaver_core.exceptions import ThreadBusyError
 from beamweaver_core.models import Thread
 
@@ -61,27 +66,31 @@ class Command(BaseCommand):
             )
         if finished_older_than is not None and finished_older_than < 0:
             raise CommandError("--finished-older-than must be a number of days >= 0.")
-        threads = Thread.objects.all()
-        if thread is not None:
-            threads = threads.filter(id=thread)
-            if not threads.exists():
-                raise CommandError(f"Thread {thread!r} does not exist.")
+        if thread is not None and not Thread.objects.filter(id=thread).exists():
+            raise CommandError(f"Thread {thread!r} does not exist.")
         dropped, pruned, skipped = [], [], []
         cutoff = (
             timezone.now() - timedelta(days=finished_older_than)
             if finished_older_than is not None
             else None
         )
-        for item in threads.order_by("id").iterator():
-            try:
-                if cutoff is not None and item.status in FINISHED and item.updated_at < cutoff:
-                    dropped.append(drop_thread_storage(item.id, dry_run=dry_run))
-                else:
-                    report = prune_thread(item.id, keep, dry_run=dry_run)
-                    if report.checkpoints_deleted or report.blobs_deleted or report.writes_deleted:
-                        pruned.append(report)
-            except ThreadBusyError as exc:
-                skipped.append({"thread_id": item.id, "reason": str(exc)})
+        # Only the threads with something to do are locked, one at a time; the rest are
+        # found in slices by read-only queries (beamweaver_core.checkpoint.pruning.chunks).
+        for chunk in chunks(keep, finished=FINISHED, cutoff=cutoff, thread_id=thread):
+            skipped.extend({"thread_id": t, "reason": busy_message(t)} for t in chunk.busy)
+            busy = set(chunk.busy)
+            for thread_id in chunk.drop:
+                dropped.append(drop_thread_storage(thread_id, dry_run=dry_run))
+            for thread_id in chunk.prune:
+                if thread_id in busy:
+                    continue
+                try:
+                    report = prune_thread(thread_id, keep, dry_run=dry_run)
+                except ThreadBusyError as exc:  # became busy since the slice was read
+                    skipped.append({"thread_id": thread_id, "reason": str(exc)})
+                    continue
+                if report.checkpoints_deleted or report.blobs_deleted or report.writes_deleted:
+                    pruned.append(report)
         summary = {
             "dry_run": dry_run,
             "pruned": [dataclasses.asdict(r) for r in pruned],
