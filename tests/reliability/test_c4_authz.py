@@ -113,6 +113,12 @@ def routes(item: ReviewItem) -> list[Route]:
             "<uidb64>": ("MQ", "OTk5"),
             "<token>": ("set-password", "set-password"),
             "(?P<url>.*)": ("no-such-page/", "no-such-page/"),
+            # The protocol under /lg (token authentication: a session gets 401 everywhere).
+            "<str:assistant_id>": ("approval", "no-such-assistant"),
+            "<str:thread_id>": (item.thread_id, "no-such-thread"),
+            "<str:run_id>": (str(item.run_id), "00000000-0000-0000-0000-000000000000"),
+            "<str:checkpoint_id>": ("no-such-checkpoint", "no-such-checkpoint"),
+            "<str:namespace>": ("child", "no-such-namespace"),
         }
         for placeholder, (known, missing) in fills.items():
             existing = existing.replace(placeholder, known)
@@ -219,19 +225,24 @@ def test_every_url_answers_each_role_without_leaking(role: str, world: dict[str,
         assert item.status == "pending"
 
 
+TOKEN_APIS = ("/api/", "/lg/")
+"""The token-authenticated APIs: the review API and the LangGraph protocol."""
+
+
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("role", ROLES)
 def test_every_post_without_a_csrf_token_is_refused(role: str, world: dict[str, Any]) -> None:
     """Case 38: no URL is exempt from the CSRF check, for any role. The token API is the
     exception by design: it ignores the session cookie altogether (401 without a token),
-    so a cross-site form riding on a reviewer's session gets nothing from it either."""
+    so a cross-site form riding on a reviewer's session gets nothing from it either
+    (401, or 405 where the route takes no POST)."""
     client = client_as(role, world["users"], enforce_csrf_checks=True)
 
     accepted = [
         (route.existing, status)
         for route in routes(world["item"])
         if (status := client.post(route.existing, {"d0-type": "approve"}).status_code)
-        not in ((401, 403) if route.existing.startswith("/api/") else (403,))
+        not in ((401, 403, 405) if route.existing.startswith(TOKEN_APIS) else (403,))
     ]
 
     assert accepted == []
