@@ -105,6 +105,7 @@ class RunAdmin(ReadOnlyAdmin):
         "kind",
         "status",
         "input_json",
+        "options_json",
         "context_json",
         "result_json",
         "error_text",
@@ -118,12 +119,16 @@ class RunAdmin(ReadOnlyAdmin):
         "finished_at",
         "trace_context",
     )
-    exclude = ("input", "context", "result", "error")
+    exclude = ("input", "options", "context", "result", "error")
     actions = ("cancel_runs", "requeue_runs")
 
     @admin.display(description="input")
     def input_json(self, obj: Run) -> str:
         return pretty_json(obj.input)
+
+    @admin.display(description="options")
+    def options_json(self, obj: Run) -> str:
+        return pretty_json(obj.options)
 
     @admin.display(description="context")
     def context_json(self, obj: Run) -> str:
