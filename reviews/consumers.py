@@ -663,6 +663,7 @@ def _render_event(run_id: Any, record: dict[str, Any]) -> tuple[str, str] | None
             node=record.get("node", ""),
             data=record.get("data"),
             at=record.get("at"),
+            ns=record.get("ns", ""),
         )
     except (TypeError, ValueError):
         return None
