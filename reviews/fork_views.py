@@ -44,6 +44,7 @@ def fork_view(request: HttpRequest, thread_id: str, checkpoint_id: str) -> HttpR
         keys=forking.state_keys(thread, values),
         nodes=list(graph.nodes),
         current=values,
+        merged=forking.merged_keys(thread),
         initial={"checkpoint_id": checkpoint_id, "mode": forking.FORK},
     )
     status = 200

@@ -39,11 +39,19 @@ def state_keys(thread: Thread, values: Mapping[str, Any]) -> list[str]:
     return sorted(graph.keys) if graph.keys is not None else sorted(values)
 
 
+def merged_keys(thread: Thread) -> frozenset[str]:
+    """The state keys whose updates go through a reducer."""
+    return frozenset(registry.compiled_graph(thread.graph, None).reducers)
+
+
 class ForkForm(forms.Form):
     """Replay from a checkpoint, or fork there with edited values (JSON per state key)."""
 
     checkpoint_id = forms.CharField(max_length=64, widget=forms.HiddenInput)
-    mode = forms.ChoiceField(choices=[(REPLAY, "Replay from here"), (FORK, "Fork with edits")])
+    mode = forms.ChoiceField(
+        choices=[(REPLAY, "Replay from here"), (FORK, "Fork with edits")],
+        widget=forms.RadioSelect,
+    )
     as_node = forms.ChoiceField(required=False, label="Write the edits as node")
 
     def __init__(
@@ -52,19 +60,28 @@ class ForkForm(forms.Form):
         keys: list[str],
         nodes: list[str],
         current: Mapping[str, Any],
+        merged: frozenset[str] = frozenset(),
         **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
         self.keys = keys
-        self.current = {k: payloads.canonical(current.get(k)) for k in keys}
+        # A key with a reducer merges what is written into its value (a list appends): its
+        # field starts empty and takes what to add; the others start with their value.
+        self.current = {k: "" if k in merged else payloads.canonical(current.get(k)) for k in keys}
         self.fields["as_node"].choices = [("", "(as the step's own nodes)")] + [
             (n, n) for n in nodes
         ]
         for position, key in enumerate(keys):
+            shown = json.dumps(current.get(key), ensure_ascii=False)
             self.fields[f"value_{position}"] = forms.CharField(
                 required=False,
                 label=key,
-                initial=json.dumps(current.get(key), indent=1, ensure_ascii=False),
+                initial="" if key in merged else json.dumps(current.get(key), ensure_ascii=False),
+                help_text=(
+                    f"Merged by the key's reducer: what you enter is added to {shown[:200]}"
+                    if key in merged
+                    else ""
+                ),
                 widget=forms.Textarea(attrs={"rows": 3, "spellcheck": "false"}),
             )
 

@@ -60,8 +60,12 @@ def _drawn(graph_name: str) -> tuple[Drawing, Any, dict[str, tuple[Drawing, Any]
     return drawing, layout(drawing), {k: (d, layout(d)) for k, d in drawing.folded.items()}
 
 
-def picture(thread: Thread, interrupts: Iterable[Interrupt] = ()) -> Picture:
-    """The thread's graph marked with its current work (empty SVG without a graph)."""
+def picture(
+    thread: Thread, interrupts: Iterable[Interrupt] = (), next_nodes: Iterable[str] = ()
+) -> Picture:
+    """The thread's graph marked with its current work (empty SVG without a graph). While
+    a run runs, the latest checkpoint's next nodes are the ones running now: their start
+    is stored only with the step's checkpoint, after they finish."""
     if not thread.graph:
         return Picture("", error="The thread has no graph yet.")
     try:
@@ -71,6 +75,9 @@ def picture(thread: Thread, interrupts: Iterable[Interrupt] = ()) -> Picture:
         return Picture("", error=f"The graph cannot be drawn: {type(exc).__name__}.")
     runs = _current_runs(thread)
     traces = _traces(runs)
+    if runs and runs[-1].status == Run.Status.RUNNING:
+        root = traces.setdefault("", _Trace())
+        root.running.update(n for n in next_nodes if n in laid_out.boxes)
     paused = _paused(interrupts)
     svg = render(
         drawing, laid_out, _marks(traces.get("", _Trace()), paused.get("", {})), dom_id="graph-root"

@@ -55,7 +55,7 @@ class ThreadStudio:
 
     @cached_property
     def picture(self) -> graph_view.Picture:
-        return graph_view.picture(self.thread, self.state.interrupts)
+        return graph_view.picture(self.thread, self.state.interrupts, self.state.next)
 
     @cached_property
     def timeline(self) -> list[timeline.Step]:

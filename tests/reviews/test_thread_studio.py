@@ -102,12 +102,13 @@ def test_a_fork_with_an_edited_value_is_audited_and_runs_as_a_branch(db: Any) ->
     client = client_for(carol)
     form = client.get(f"/fork/{at}/studio-3/").content.decode()
     assert 'name="value_0"' in form and "<code>log</code>" in form
+    assert "Merged by the key&#x27;s reducer: what you enter is added to [0, 1, 2]" in form
 
     bad = client.post(
         f"/fork/{at}/studio-3/", {"checkpoint_id": at, "mode": "fork", "value_0": "[1,"}
     )
     unchanged = client.post(
-        f"/fork/{at}/studio-3/", {"checkpoint_id": at, "mode": "fork", "value_0": "[0, 1, 2]"}
+        f"/fork/{at}/studio-3/", {"checkpoint_id": at, "mode": "fork", "value_0": ""}
     )
     done = client.post(
         f"/fork/{at}/studio-3/",
@@ -127,6 +128,9 @@ def test_a_fork_with_an_edited_value_is_audited_and_runs_as_a_branch(db: Any) ->
     )
     assert event.decision["edited"] == ["log"] and event.decision["run_id"] == str(run.id)
     assert run_next().status == "succeeded"
+    graph = registry.compiled_graph("steps", PostgresCheckpointer())
+    latest = graph.get_state({"configurable": {"thread_id": "studio-3"}})
+    assert latest.values["log"] == [0, 1, 2, 7, 3, 4, 5]
     html = client.get("/threads/studio-3/").content.decode()
     timeline = html[html.index('id="thread-history"') :]
     assert "carol edited the state (fork as s2)" in timeline
