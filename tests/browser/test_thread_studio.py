@@ -33,6 +33,7 @@ SERVER_ENV = {
     "BEAMWEAVER_TEST_STEP_SECONDS": "0.4",
 }
 WIDTHS = {"desktop": (1280, 900), "phone": (390, 844)}
+SHOTS = os.environ.get("BEAMWEAVER_SHOTS", "")  # a folder: save screenshots there
 
 
 @pytest.fixture(autouse=True)
@@ -165,3 +166,5 @@ def test_a_fork_from_a_past_checkpoint_with_an_edited_value_completes_as_a_branc
     assert page.locator(f"#checkpoint-{at}").count() == 1  # the main line is still there
     assert Run.objects.filter(thread_id=thread_id, status="succeeded").count() == 2
     _fits(operator, width)
+    if SHOTS:
+        page.screenshot(path=str(Path(SHOTS) / f"thread-studio-{size}.png"), full_page=True)

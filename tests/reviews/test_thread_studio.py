@@ -151,3 +151,23 @@ def test_a_replay_from_the_timeline_is_a_new_run(db: Any) -> None:
     assert Run.objects.filter(thread_id="studio-4", status="queued").count() == 1
     assert AuditEvent.objects.get(action="forked").summary == f"Replayed from checkpoint {at[:12]}"
     assert client_for(carol).get("/fork/nope/studio-4/").status_code == 404
+
+
+def test_the_demos_threads_show_their_graph_and_history(alice: User) -> None:
+    from beamweaver_core.management.commands.demo import DEMO_REQUESTS
+
+    service.start_run(
+        "ops_assistant", {"messages": [{"role": "user", "content": DEMO_REQUESTS[0]}]}
+    )
+    run = run_next()
+    assert run.status == "interrupted", run.error
+
+    html = client_for(alice).get(f"/threads/{run.thread_id}/").content.decode()
+
+    assert re.search(r'<g class="node[^"]*" data-node="model">', html)
+    assert re.search(r'<g class="node[^"]*" data-node="tools">', html)
+    assert re.search(r'class="edge edge-conditional[^"]*"', html)
+    assert "is-paused" in html
+    timeline = html[html.index('id="thread-history"') :]
+    assert "Input" in timeline and "Ran model" in timeline
+    assert "appended" in timeline and "assistant:" in timeline
