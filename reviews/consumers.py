@@ -612,6 +612,11 @@ class ThreadConsumer(LiveConsumer):
         for name in names:
             self.note(("part", name))
 
+    async def run_stored(self, message: dict[str, Any]) -> None:
+        """Events were stored (a hint for the protocol's streams): the page has them
+        already from the live `run.event` pushes. Without this handler channels raised
+        "No handler for message type run.stored" and closed the socket at every step."""
+
     async def run_event(self, message: dict[str, Any]) -> None:
         record = message.get("event")
         if message.get("thread_id") != self.thread_id or not isinstance(record, dict):
@@ -663,6 +668,7 @@ def _render_event(run_id: Any, record: dict[str, Any]) -> tuple[str, str] | None
             node=record.get("node", ""),
             data=record.get("data"),
             at=record.get("at"),
+            ns=record.get("ns", ""),
         )
     except (TypeError, ValueError):
         return None

@@ -16,6 +16,7 @@ from beamweaver_core.users import username_path
 from reviews import cancelling, inbox, quorum, reasons, threads
 from reviews.models import Decision, ReviewItem, ReviewPresence
 from reviews.permissions import can_manage, decision_offer, is_decider, reviewers
+from reviews.thread_studio import ThreadStudio
 
 PRESENCE_TTL = timedelta(seconds=60)
 
@@ -129,7 +130,10 @@ def viewers(item: ReviewItem, user: Any) -> list[str]:
 def thread_context(thread: Thread, user: Any) -> dict[str, Any]:
     """Everything live on a thread page."""
     items = list(
-        ReviewItem.objects.visible_to(user).filter(thread=thread).order_by("-created_at", "-id")
+        ReviewItem.objects.visible_to(user)
+        .filter(thread=thread)
+        .select_related("claimed_by", "assignee")
+        .order_by("-created_at", "-id")
     )
     decisions = list(
         Decision.objects.filter(item__in=items)
@@ -151,6 +155,7 @@ def thread_context(thread: Thread, user: Any) -> dict[str, Any]:
         "decisions": decisions,
         "state": state,
         "conversation": threads.conversation(state),
+        "studio": ThreadStudio(thread, user, state, items),
         "history": threads.history(thread),
         "events": threads.events(thread),
     }

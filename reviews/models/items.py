@@ -326,6 +326,7 @@ class AuditEvent(models.Model):
         REVEALED = "revealed", "Revealed secrets"
         TOKEN_ISSUED = "token_issued", "Issued an API token"
         TOKEN_REVOKED = "token_revoked", "Revoked an API token"
+        FORKED = "forked", "Replayed or forked a thread"
 
     at = models.DateTimeField(default=timezone.now, db_index=True)
     actor = models.ForeignKey(
