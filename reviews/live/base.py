@@ -6,14 +6,14 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Hashable
-from typing import Any
+from typing import Any, cast
 
 from channels.consumer import get_handler_name
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
 from reviews import metrics, realtime
-from reviews.live.rounds import rounds
+from reviews.live.rounds import SNAPSHOT, render_round, rounds
 from reviews.live.session import Recheck
 
 logger = logging.getLogger(__name__)
@@ -26,8 +26,6 @@ ROW_HINTS = frozenset(
 HINTS = ROW_HINTS | {realtime.PRESENCE, "run.event", "run.status"}
 """The channel layer's messages: noted on the event loop (`LiveConsumer.dispatch`)."""
 CLOSE_FORBIDDEN = 4403
-SNAPSHOT = ("snapshot",)
-"""The note a (re)connect makes: the page's live parts, sent first."""
 
 
 class LiveConsumer(AsyncWebsocketConsumer):
@@ -176,29 +174,13 @@ class LiveConsumer(AsyncWebsocketConsumer):
                 await self.push(frame)
             metrics.frames_sent(self)
 
-    def checked_frames(
-        self, batch: dict[Any, Any], views: dict[Any, list[str]] | None = None
-    ) -> list[str] | None:
-        """The frames of `batch` if the user may still see the page (None if not).
-        `views`: what this round rendered so far, by view and notes (and the snapshot by
-        view), which a socket with the same view and notes is sent as it is."""
-        if not self.still_allowed():
-            return None
-        views = {} if views is None else views
-        view = self.view()
-        frames: list[str] = []
-        rest = {key: value for key, value in batch.items() if key != SNAPSHOT}
-        if SNAPSHOT in batch:
-            key = (view, SNAPSHOT)
-            if key not in views:
-                views[key] = [self.snapshot()]
-            frames += views[key]
-        if rest:
-            key = (view, tuple(rest.items()))
-            if key not in views:
-                views[key] = self.frames(rest)
-            frames += views[key]
-        return [frame for frame in frames if frame]
+    def checked_frames(self, batch: dict[Any, Any]) -> list[str] | None:
+        """The frames of `batch` if the user may still see the page (None if not), as a
+        round of this socket alone renders them."""
+        outcome = render_round([(self, batch)])[0]
+        if isinstance(outcome, BaseException):
+            raise outcome
+        return cast("list[str] | None", outcome)
 
     def check_handshake(self) -> bool:
         """The first check, before accepting (reads the page's parameters first)."""

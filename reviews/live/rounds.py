@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+SNAPSHOT = ("snapshot",)
+"""The note a (re)connect makes: the page's live parts, sent first."""
 LATER = object()
 """A round's outcome for a socket it had no time left for (its notes wait)."""
 ROUND_SECONDS = 0.25
@@ -72,24 +74,57 @@ class Rounds:
 
 
 def render_round(round_: list[tuple[LiveConsumer, dict[Any, Any]]]) -> list[Any]:
-    """Each socket's frames (or None when refused, an exception when its render failed,
-    `LATER` when the round ran out of time), every view rendered once (`views`)."""
-    outcomes: list[Any] = []
-    views: dict[Any, list[str]] = {}
+    """Each socket's frames: None when its check refused it, an exception when its check
+    or its view's render failed, `LATER` when the round had no time left to check it.
+
+    The sockets that passed their check are grouped by `view`; each group is rendered
+    once, for the union of its sockets' notes (answering a note a socket did not make is
+    harmless: a row or part is replaced by what it is now), and its sockets are sent the
+    same frames. Sockets that (re)connected get the view's snapshot, also rendered once."""
+    outcomes: list[Any] = [None] * len(round_)
+    groups: dict[Any, list[int]] = {}
     deadline = time.monotonic() + ROUND_SECONDS
-    for consumer, batch in round_:
-        if outcomes and time.monotonic() > deadline:
-            outcomes.append(LATER)
+    for index, (consumer, _batch) in enumerate(round_):
+        if index and time.monotonic() > deadline:
+            outcomes[index] = LATER
             continue
         try:
-            outcomes.append(consumer.checked_frames(batch, views))
+            if consumer.still_allowed():
+                groups.setdefault(consumer.view(), []).append(index)
         except Exception as exc:
-            outcomes.append(exc)
+            outcomes[index] = exc
             # A connection that broke is replaced before the next socket's check (as
             # between two calls of `database_sync_to_async`), so one failure closes one
             # socket, not the round.
             close_old_connections()
+    for members in groups.values():
+        try:
+            rendered = _render_view([round_[index] for index in members])
+        except Exception as exc:
+            rendered = [exc] * len(members)
+            close_old_connections()
+        for index, frames in zip(members, rendered, strict=True):
+            outcomes[index] = frames
     return outcomes
+
+
+def _render_view(members: list[tuple[LiveConsumer, dict[Any, Any]]]) -> list[list[str]]:
+    """The frames of every socket of one view (rendered by the first of them)."""
+    renderer = members[0][0]
+    notes: dict[Any, Any] = {}
+    for _consumer, batch in members:
+        for key, value in batch.items():
+            if key != SNAPSHOT:
+                notes.setdefault(key, value)
+    shared = renderer.frames(notes) if notes else []
+    snapshot = [renderer.snapshot()] if any(SNAPSHOT in b for _c, b in members) else []
+    out = []
+    for _consumer, batch in members:
+        frames = (snapshot if SNAPSHOT in batch else []) + (
+            shared if len(batch) > (SNAPSHOT in batch) else []
+        )
+        out.append([frame for frame in frames if frame])
+    return out
 
 
 _ROUNDS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Rounds] = weakref.WeakKeyDictionary()
