@@ -64,7 +64,7 @@ class InboxConsumer(LiveConsumer):
         """The rows of `batch`, then the counts and the pager, in frames of at most
         `FRAME_BUDGET` bytes each."""
         items = self._items()
-        context = partials.inbox_context(items, self.query)
+        context = partials.inbox_counts_context(items, self.query)
         parts = []
         for item_id in batch:
             parts += self._row_parts(items, context, item_id)

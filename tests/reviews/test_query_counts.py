@@ -27,8 +27,10 @@ RUN_TO_PAUSE = 20
 read, its policy, the item, the audit row; the notification's audience (reviewers, their
 groups, the managers; an outbox row per configured channel: none here); the next
 waiting run of the thread."""
-INBOX_PUSH = 12
-"""One socket's re-check and one render of the row, the page, the counts and the pager."""
+INBOX_PUSH = 11
+"""One socket's re-check; the row and where it is listed; the page's size and the four
+capped counts (the counts and pager partials: the page's rows and the filter menus are
+not read for a push)."""
 DECISION_POST = 33
 """Session, user, permissions (two), groups; the item and its visibility; the decision
 service (locking reads, the decision, the resume run, the item, the audit row, the
