@@ -32,19 +32,28 @@ def render(template: str, partial: str, context: dict[str, Any]) -> str:
 
 def inbox_context(items: QuerySet[ReviewItem], query: inbox.InboxQuery) -> dict[str, Any]:
     """The inbox list for `query` over the items the user may see."""
+    context = inbox_counts_context(items, query)
+    context.update(
+        items=list(context["page"].object_list),
+        statuses=inbox.STATUSES,
+        choices=inbox.choices(items),
+    )
+    return context
+
+
+def inbox_counts_context(items: QuerySet[ReviewItem], query: inbox.InboxQuery) -> dict[str, Any]:
+    """What the inbox's counts and pager show (a live push re-renders only those): the
+    page of `query` (its rows unread) and the counts."""
     page = inbox.page(items, query)
     counts = inbox.counts(items)
     return {
         "query": query,
         "page": page,
-        "items": list(page.object_list),
         "counts": counts,
         "counts_over": inbox.over_cap(counts),
         "count_cap": f"{inbox.COUNT_CAP:,}",
         "shown_count": page.paginator.count,
         "shown_capped": getattr(page.paginator, "capped", False),
-        "statuses": inbox.STATUSES,
-        "choices": inbox.choices(items),
     }
 
 
