@@ -19,10 +19,19 @@ WORKLOADS = (
     "realtime_decision",
     "realtime_inbox",
     "scale",
+    "protocol",
 )
-ENGINE_FREE = ("floor", "realtime_push", "realtime_decision", "realtime_inbox", "scale")
+ENGINE_FREE = (
+    "floor",
+    "realtime_push",
+    "realtime_decision",
+    "realtime_inbox",
+    "scale",
+    "protocol",
+)
 """Workloads that drive no engine adapter: the raw floor, and the live server's
-workloads (the server runs BeamWeaver itself; there is no LangGraph counterpart)."""
+workloads (the server runs BeamWeaver itself; `protocol` starts LangGraph's server as
+well, in the same process)."""
 
 
 def run(name: str, engine: Engine | None, params: dict[str, Any]) -> dict[str, Any]:
