@@ -22,11 +22,20 @@ from bench.targets import (
     RatioAtMost,
     RawBytesBound,
     Target,
+    WithinFactOf,
 )
 
 BOTH = ("beamweaver", "langgraph")
-LIVE_WORKLOADS = ("realtime_push", "realtime_decision", "realtime_inbox", "scale", "serving_cost")
-"""Workloads against the live server (`bench.live`); BeamWeaver only, absolute numbers."""
+LIVE_WORKLOADS = (
+    "realtime_push",
+    "realtime_decision",
+    "realtime_inbox",
+    "scale",
+    "serving_cost",
+    "protocol",
+)
+"""Workloads against the live server (`bench.live`); one process measures (`protocol` also
+LangGraph's own server, its figures in the second column)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -312,6 +321,61 @@ SCALE = Config(
 )
 """Issue 16's scale row (`python -m bench --only scale`; builds the big database once)."""
 
+
+def _vs_langgraph_dev(label: str, key: str, stat: str, target: Target | None = None) -> Metric:
+    """A protocol figure on BeamWeaver's `/lg`, with the same on `langgraph dev` beside it
+    (same process, same run; ratio: BeamWeaver / LangGraph)."""
+    return Metric(label, ("beamweaver", key, stat), "ms", target, ("langgraph", key, stat))
+
+
+PROTOCOL = Config(
+    "protocol",
+    "10. protocol over HTTP, official Python SDK: BeamWeaver /lg (daphne + in-process "
+    "workers, Postgres) vs langgraph dev (in-memory), same machine, same run",
+    "protocol",
+    quick={"roundtrips": 5, "warmup": 1, "streams": 5, "concurrent": 20},
+    full={"roundtrips": 100, "warmup": 10, "streams": 50, "concurrent": 200},
+    engines=("beamweaver",),
+    timeout_s=1200,
+    metrics=(
+        _vs_langgraph_dev(
+            "HITL round trip: create → wait to interrupt → resume → end (median)",
+            "roundtrip_ms",
+            "median",
+            RatioAtMost(0.1),
+        ),
+        Metric(
+            "same, vs BeamWeaver's in-process Postgres HITL round trip (row 3)",
+            ("beamweaver", "roundtrip_ms", "median"),
+            "ms",
+            WithinFactOf(2, "hitl_postgres_ms", "in-process"),
+        ),
+        _vs_langgraph_dev("HITL round trip p99", "roundtrip_ms", "p99"),
+        _vs_langgraph_dev("SSE: stream call → first event (median)", "first_event_ms", "median"),
+        _vs_langgraph_dev("SSE: stream call → first event p99", "first_event_ms", "p99"),
+        _vs_langgraph_dev(
+            "SSE: stream call → first updates event (median)", "first_update_ms", "median"
+        ),
+        Metric(
+            "200 concurrent streams on one server: wall time for all",
+            ("beamweaver", "concurrent", "wall_s"),
+            "s",
+        ),
+        Metric(
+            "200 concurrent streams: one stream, call → end p99",
+            ("beamweaver", "concurrent", "stream_ms", "p99"),
+            "ms",
+        ),
+        Metric(
+            "200 concurrent streams: streams without their end",
+            ("beamweaver", "concurrent", "not_ended"),
+            "",
+            AtMost(0, "streams"),
+        ),
+    ),
+)
+"""Issue 15's protocol row."""
+
 CONFIGS: tuple[Config, ...] = (
     Config(
         "linear_none",
@@ -487,10 +551,13 @@ CONFIGS: tuple[Config, ...] = (
         ),
     ),
     *_LIVE,
+    PROTOCOL,
     SCALE,
 )
 FLOOR_METRIC = ("ops", "insert_commit", "latency_ms", "median")
 """Where the floor (one durable INSERT + COMMIT) is read for `FloorBound`."""
+HITL_POSTGRES_METRIC = ("total_ms", "median")
+"""Where `hitl_postgres`'s round trip is read for the protocol row's `WithinFactOf`."""
 
 
 def select(only: str) -> list[Config]:

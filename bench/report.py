@@ -7,7 +7,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from bench.plan import FLOOR_METRIC, Config
+from bench.plan import FLOOR_METRIC, HITL_POSTGRES_METRIC, Config
 from bench.stats import median_of
 
 Results = dict[tuple[str, str], list[dict[str, Any]]]
@@ -59,6 +59,9 @@ def _not_measured(runs: list[dict[str, Any]]) -> str | None:
 
 def build_rows(configs: Sequence[Config], results: Results) -> list[Row]:
     floor_ms = _median(results.get(("floor", "postgres"), []), FLOOR_METRIC)
+    hitl_postgres_ms = _median(
+        results.get(("hitl_postgres", "beamweaver"), []), HITL_POSTGRES_METRIC
+    )
     rows: list[Row] = []
     for config in configs:
         if config.pending is not None:
@@ -82,6 +85,7 @@ def build_rows(configs: Sequence[Config], results: Results) -> list[Row]:
         bw_runs = runs.get("beamweaver") or runs.get("postgres") or []
         facts = {
             "floor_ms": floor_ms,
+            "hitl_postgres_ms": hitl_postgres_ms,
             "raw_message_bytes": _median(bw_runs, ("raw_message_bytes",)),
         }
         for metric in config.metrics:

@@ -78,6 +78,24 @@ class FloorBound(Target):
 
 
 @dataclass(frozen=True, slots=True)
+class WithinFactOf(Target):
+    """BeamWeaver's value within `factor` x a figure measured elsewhere in the same run
+    (`facts[fact]`, e.g. the in-process Postgres HITL round trip)."""
+
+    factor: float
+    fact: str
+    what: str
+
+    def judge(self, bw: float | None, lg: float | None, facts: dict[str, Any]) -> Judged:
+        base = facts.get(self.fact)
+        if base is None:
+            return Judged(f"≤ {self.factor:g} x {self.what} (not measured in this run)", None)
+        bound = self.factor * base
+        text = f"≤ {bound:.2f} ms ({self.factor:g} x {base:.2f} ms {self.what})"
+        return Judged(text, None if bw is None else bw <= bound)
+
+
+@dataclass(frozen=True, slots=True)
 class RawBytesBound(Target):
     """Bytes stored within `factor` x the raw bytes of the messages themselves."""
 

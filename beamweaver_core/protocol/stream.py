@@ -6,11 +6,15 @@ when a worker dies and another takes the run over). Hints from the channel layer
 say when to read again; without them (Redis down) the stream polls. Live model deltas
 are sent between stored events, without ids.
 
-Memory is bounded: frames are produced as the client takes them (one batch of stored
-events at a time), the hint buffer is the layer's own (bounded), and a stream of a run
-still running ends after `LG_STREAM_MAX_BYTES` (the SDKs reconnect with `Last-Event-ID`
-to the `Location` the response names), so a client that never reads holds at most that
-much in the server's socket buffers.
+Memory is bounded: frames are produced one batch of stored events at a time, a batch
+never much more than the bytes the stream may still send; the hint buffer is the layer's
+own (bounded); and a stream of a run still running ends once it has sent
+`LG_STREAM_MAX_BYTES` (the SDKs reconnect with `Last-Event-ID` to the `Location` the
+response names), even in the middle of a backlog of stored events. The server (daphne)
+buffers what a client does not read, so a client that never reads the stream of a
+running run holds at most about that much (plus one stored event). A finished run's
+stream is sent whole (the SDKs do not reconnect to a finished run's stream), so there it
+is bounded by the run's stored events.
 """
 
 from __future__ import annotations
@@ -71,23 +75,28 @@ def open_translator(request: StreamRequest) -> Translator:
 
 
 def _batch(
-    translator: Translator, cursor: int, skip: int
-) -> tuple[list[tuple[str, Any, str]], int, int | None]:
-    """The frames of the next stored events after `cursor` (from `cursor` itself, less
-    its first `skip + 1` frames, when resuming in the middle of an event); the new cursor;
-    and the seq of a stored event not sent yet because live-only events before it (model
-    deltas) may still be on their way (`Deltas.missing`)."""
+    translator: Translator, cursor: int, skip: int, budget: float
+) -> tuple[list[bytes], int, int | None]:
+    """The encoded frames of the next stored events after `cursor` (from `cursor` itself,
+    less its first `skip + 1` frames, when resuming in the middle of an event), stopping
+    after the event that takes them past `budget` bytes; the new cursor; and the seq of a
+    stored event not sent yet because live-only events before it (model deltas) may
+    still be on their way (`Deltas.missing`)."""
     rows = RunEvent.objects.filter(run_id=translator.run.id)
     rows = rows.filter(seq__gte=cursor) if skip >= 0 else rows.filter(seq__gt=cursor)
-    out: list[tuple[str, Any, str]] = []
+    out: list[bytes] = []
+    size = 0
     for row in rows.order_by("seq")[:BATCH]:
         if translator.deltas.missing(cursor, row.seq):
             return out, cursor, row.seq
         for index, (event, data) in enumerate(translator.stored(row)):
             if row.seq == cursor and index <= skip:
                 continue
-            out.append((event, data, f"{row.seq}-{index}"))
+            out.append(encode(event, data, f"{row.seq}-{index}"))
+            size += len(out[-1])
         cursor = row.seq
+        if size > budget:
+            break
     translator.deltas.forget_below(cursor)
     return out, cursor, None
 
@@ -150,12 +159,14 @@ async def _produce(
         if request.after is None:
             yield encode("metadata", {"run_id": str(run.id), "attempt": max(run.attempts, 1)})
         while True:
-            found, cursor, gap = await batch(translator, cursor, skip)
+            found, cursor, gap = await batch(translator, cursor, skip, limit - sent)
             skip = -1
-            for event, data, event_id in found:
-                chunk = encode(event, data, event_id)
+            for chunk in found:
                 sent += len(chunk)
                 yield chunk
+            if sent > limit and (await status(run.id)) not in (*TERMINAL, None):
+                yield _DONE
+                return  # the client reconnects with Last-Event-ID (see the docstring)
             if gap is not None:
                 # Model deltas come as hints, and may trail the stored step after them:
                 # wait a little for them, so the tokens come before the step they belong to.
@@ -173,9 +184,10 @@ async def _produce(
                 continue
             current = await status(run.id)
             if current is None or current in TERMINAL:
-                found, cursor, gap = await batch(translator, cursor, -1)
-                for event, data, event_id in found:
-                    yield encode(event, data, event_id)
+                found, cursor, gap = await batch(translator, cursor, -1, limit - sent)
+                for chunk in found:
+                    sent += len(chunk)
+                    yield chunk
                 if not found and gap is None:
                     yield encode("end", None)
                     yield _DONE
@@ -183,7 +195,7 @@ async def _produce(
                 continue
             if sent > limit:
                 yield _DONE
-                return  # the client reconnects with Last-Event-ID (see the docstring)
+                return
             poll = (
                 _conf("LG_POLL_SECONDS", 2.0)
                 if subscription.live

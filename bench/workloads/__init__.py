@@ -7,11 +7,19 @@ from typing import Any
 
 from bench.engines.base import Engine
 
-_LIVE = ("realtime_push", "realtime_decision", "realtime_inbox", "scale", "serving_cost")
+_LIVE = (
+    "realtime_push",
+    "realtime_decision",
+    "realtime_inbox",
+    "scale",
+    "serving_cost",
+    "protocol",
+)
 WORKLOADS = ("linear", "linear_worker", "fanout", "hitl", "growth", "concurrency", "floor", *_LIVE)
 ENGINE_FREE = ("floor", *_LIVE)
 """Workloads that drive no engine adapter: the raw floor, and the live server's
-workloads (the server runs BeamWeaver itself; there is no LangGraph counterpart)."""
+workloads (the server runs BeamWeaver itself; `protocol` starts LangGraph's server as
+well, in the same process)."""
 
 
 def run(name: str, engine: Engine | None, params: dict[str, Any]) -> dict[str, Any]:

@@ -1,0 +1,142 @@
+"""Workload 9, the LangGraph Platform protocol over HTTP, through the official Python SDK
+(`langgraph-sdk`), on BeamWeaver's `/lg` and on LangGraph's own server (`langgraph dev`,
+in-memory), in this one process, one after the other, on the same machine:
+
+- HITL round trip: `threads.create` → `runs.wait` to the interrupt → `runs.wait` with
+  `command.resume` → the end (the `ask` graph, bench/live/protocol_graphs.py, and its
+  LangGraph equivalent), `roundtrips` times after `warmup`;
+- SSE first event: `runs.stream` of the `linear` graph on a new thread, from the call to
+  the first event (`metadata`) and to the first `updates` event (the run has started on a
+  worker and finished a step), `streams` times;
+- `concurrent` streams at once on one server (BeamWeaver only): that many clients each
+  stream a stateless `linear` run to its `end` with the async SDK; the wall time for all,
+  each stream's time, and how many did not reach `end`.
+
+BeamWeaver runs as the single-process server (daphne with its in-process workers on a
+fresh Postgres database, `bench.live.server`), `langgraph dev` with its defaults.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.live import database
+from bench.live.langgraph_dev import langgraph_dev
+from bench.live.protocol_graphs import GRAPHS
+from bench.live.server import LiveServer
+from bench.live.session import setup_django
+from bench.stats import summarize_ms
+
+DEFAULTS = {"roundtrips": 100, "warmup": 10, "streams": 50, "concurrent": 200}
+
+
+def _roundtrips(lg: Any, count: int, warmup: int) -> list[float]:
+    seconds = []
+    for index in range(warmup + count):
+        started = time.perf_counter()
+        thread_id = lg.threads.create()["thread_id"]
+        paused = lg.runs.wait(thread_id, "ask", input={"amount": index})
+        assert paused["__interrupt__"], paused
+        done = lg.runs.wait(thread_id, "ask", command={"resume": "yes"})
+        assert done["log"] == ["finish"], done
+        if index >= warmup:
+            seconds.append(time.perf_counter() - started)
+    return seconds
+
+
+def _first_events(lg: Any, count: int) -> dict[str, list[float]]:
+    first: list[float] = []
+    update: list[float] = []
+    for _ in range(count):
+        thread_id = lg.threads.create()["thread_id"]
+        started = time.perf_counter()
+        seen_first = seen_update = None
+        for part in lg.runs.stream(thread_id, "linear", input={"log": []}, stream_mode="updates"):
+            now = time.perf_counter() - started
+            seen_first = now if seen_first is None else seen_first
+            if part.event == "updates" and seen_update is None:
+                seen_update = now
+        assert seen_first is not None and seen_update is not None
+        first.append(seen_first)
+        update.append(seen_update)
+    return {"first": first, "update": update}
+
+
+async def _concurrent(url: str, token: str, count: int) -> dict[str, Any]:
+    from langgraph_sdk import get_client
+
+    lg = get_client(url=url, api_key=token, timeout=300)
+
+    async def one() -> tuple[float, bool]:
+        started = time.perf_counter()
+        ended = False
+        async for part in lg.runs.stream(None, "linear", input={"log": []}, stream_mode="updates"):
+            ended = ended or part.event == "end"
+        return time.perf_counter() - started, ended
+
+    started = time.perf_counter()
+    outcomes = await asyncio.gather(*(one() for _ in range(count)), return_exceptions=True)
+    wall = time.perf_counter() - started
+    times = [o[0] for o in outcomes if isinstance(o, tuple)]
+    return {
+        "wall_s": round(wall, 3),
+        "stream_ms": summarize_ms(times),
+        "not_ended": sum(1 for o in outcomes if not (isinstance(o, tuple) and o[1])),
+        "errors": sorted({type(o).__name__ for o in outcomes if isinstance(o, BaseException)}),
+    }
+
+
+def _measure(lg: Any, p: dict[str, Any]) -> dict[str, Any]:
+    firsts = _first_events(lg, int(p["streams"]))
+    return {
+        "roundtrip_ms": summarize_ms(_roundtrips(lg, int(p["roundtrips"]), int(p["warmup"]))),
+        "first_event_ms": summarize_ms(firsts["first"]),
+        "first_update_ms": summarize_ms(firsts["update"]),
+    }
+
+
+def _token() -> str:
+    from django.contrib.auth.models import Permission, User
+
+    from reviews.models import ApiToken
+
+    user = User.objects.create(username="bench-protocol")
+    user.user_permissions.add(
+        Permission.objects.get(codename="review", content_type__app_label="reviews")
+    )
+    return str(ApiToken.objects.issue(user, "protocol benchmark")[1])
+
+
+def run(engine: Any, params: dict[str, Any]) -> dict[str, Any]:
+    from langgraph_sdk import get_sync_client
+
+    p = {**DEFAULTS, **params}
+    work_dir = Path(tempfile.mkdtemp(prefix="bench-protocol-"))
+    out: dict[str, Any] = {"params": p}
+
+    url = database.fresh()
+    setup_django(url, None, GRAPHS)
+    token = _token()
+    try:
+        with LiveServer(url, "single", work_dir, graphs=GRAPHS) as server:
+            lg_url = f"{server.base}/lg"
+            out["beamweaver"] = _measure(get_sync_client(url=lg_url, api_key=token), p)
+            if int(p["concurrent"]):
+                out["beamweaver"]["concurrent"] = asyncio.run(
+                    _concurrent(lg_url, token, int(p["concurrent"]))
+                )
+    finally:
+        from django.db import connections
+
+        connections.close_all()
+        database.drop()
+
+    started = time.perf_counter()
+    with langgraph_dev(work_dir) as base:
+        out["langgraph_start_s"] = round(time.perf_counter() - started, 1)
+        out["langgraph"] = _measure(get_sync_client(url=base, api_key="unused"), p)
+    return out
