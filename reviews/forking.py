@@ -18,6 +18,7 @@ from django import forms
 
 from beamweaver_core.exceptions import ThreadBusyError
 from beamweaver_core.models import Run, Thread
+from beamweaver_core.redaction import REDACTED
 from beamweaver_core.runtime import registry
 from beamweaver_core.runtime.forks import FORK_PERMISSION, ForkError, fork
 from reviews import payloads
@@ -97,8 +98,17 @@ class ForkForm(forms.Form):
             except ValueError as exc:
                 self.add_error(f"value_{position}", f"Not JSON: {exc}.")
                 continue
-            if payloads.canonical(value) != self.current[key]:
-                edits[key] = value
+            if payloads.canonical(value) == self.current[key]:
+                continue
+            if REDACTED in text:
+                # The field showed the value redacted: writing it back would replace the
+                # secret with the placeholder's text.
+                self.add_error(
+                    f"value_{position}",
+                    f"This value holds secrets shown as {REDACTED}: it cannot be edited here.",
+                )
+                continue
+            edits[key] = value
         if cleaned.get("mode") == FORK and not edits and not self.errors:
             raise forms.ValidationError(
                 "Nothing was changed: edit a value to fork, or choose “Replay from here”."

@@ -5,6 +5,7 @@ only, audited, as a new run on a branch."""
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -171,3 +172,31 @@ def test_the_demos_threads_show_their_graph_and_history(alice: User) -> None:
     timeline = html[html.index('id="thread-history"') :]
     assert "Input" in timeline and "Ran model" in timeline
     assert "appended" in timeline and "assistant:" in timeline
+
+
+def test_a_fork_cannot_write_a_redacted_secret_back_as_its_placeholder() -> None:
+    """The form shows values redacted; an edit next to a secret would have written the
+    secret as the text "[redacted]"."""
+    from beamweaver_core.redaction import REDACTED, redact
+    from reviews.forking import FORK, ForkForm
+
+    current = redact({"settings": {"api_key": "sk-live-123", "limit": 1}, "log": [0]})
+    assert current["settings"]["api_key"] == REDACTED
+    edited = json.dumps({"api_key": REDACTED, "limit": 2})
+    form = ForkForm(
+        {"checkpoint_id": "c1", "mode": FORK, "value_0": "[0]", "value_1": edited},
+        keys=["log", "settings"],
+        nodes=["s0"],
+        current=current,
+    )
+    assert not form.is_valid()
+    assert "cannot be edited here" in str(form.errors["value_1"])
+
+    untouched = ForkForm(
+        {"checkpoint_id": "c1", "mode": FORK, "value_0": "[0, 9]", "value_1": ""},
+        keys=["log", "settings"],
+        nodes=["s0"],
+        current=current,
+    )
+    assert untouched.is_valid(), untouched.errors
+    assert untouched.cleaned_data["edits"] == {"log": [0, 9]}
