@@ -32,10 +32,11 @@ from django.db import close_old_connections
 from django.utils import timezone
 from django.utils.crypto import constant_time_compare
 
-from beamweaver_core.runtime.groups import INBOX_GROUP, review_item_group, thread_group
-from beamweaver_core.webserver import WEBSOCKET_MAX_MESSAGE
+from beamweaver_core.conf import conf
+from beamweaver_core.runtime.groups import thread_group
 from reviews import inbox, metrics, partials, realtime, threads
 from reviews.converters import ThreadIdConverter
+from reviews.groups import INBOX_GROUP, review_item_group
 from reviews.models import ReviewItem, ReviewPresence
 from reviews.permissions import LiveCheck, can_review, visible_threads
 
@@ -55,7 +56,7 @@ DATABASE_SESSIONS = frozenset(
 CLOSE_FORBIDDEN = 4403
 SNAPSHOT = ("snapshot",)
 """The note a (re)connect makes: the page's live parts, sent first."""
-FRAME_BUDGET = WEBSOCKET_MAX_MESSAGE // 2
+FRAME_BUDGET = conf.websocket_max_message // 2
 """Bytes one pushed frame carries at most (a burst is sent as several frames)."""
 
 

@@ -35,7 +35,6 @@ refusal is appended to the audit log as well.
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -43,24 +42,15 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from beamweaver_core.agent import HITL
-from beamweaver_core.exceptions import BeamWeaverError, InvalidDecisionError, NotAReviewError
+from beamweaver_core.exceptions import BeamWeaverError
 from beamweaver_core.models import Run
 from beamweaver_core.runtime import service as runtime_service
-from reviews import payloads, quorum, realtime, reasons
-from reviews.diffs import args_diff
+from reviews import answers, payloads, quorum, realtime
 from reviews.models import Approval, AuditEvent, Decision, NotificationEvent, ReviewItem
 from reviews.notifications import notify
-from reviews.permissions import decision_refusal
+from reviews.rules import decision_refusal
 
 logger = logging.getLogger(__name__)
-
-_CLIENT_ID = re.compile(r"^[A-Za-z0-9._:-]{1,64}$")
-_DIGEST = re.compile(r"^[0-9a-f]{64}$")
-MAX_NOTE_CHARS = 10_000
-BREAKPOINT_TAKES_NO_ANSWER = (
-    "A breakpoint takes no answer: continue it with null (no value), or cancel its run."
-)
 
 
 @dataclass(frozen=True)
@@ -173,7 +163,7 @@ def _decide(request: DecisionRequest) -> DecisionOutcome:
     item = ReviewItem.objects.select_for_update().get(pk=item_id)
     if item.run_id != run.pk:
         raise _RunChanged
-    body_json = _body_json(request.answer)
+    body_json = answers.body_json(request.answer)
 
     replay = _replayed_approval(request, item, body_json)
     if replay is not None:
@@ -234,7 +224,7 @@ def _decide(request: DecisionRequest) -> DecisionOutcome:
             "This answer is for another interrupt than the one pending; reload the item.",
         )
 
-    id_problems = _check_ids(request)
+    id_problems = answers.check_ids(request.client_decision_id, request.digest)
     if id_problems:
         return _refuse(
             request,
@@ -269,13 +259,13 @@ def _decide(request: DecisionRequest) -> DecisionOutcome:
     answer, diff, summary = None, None, ""
     problems = [dict(p) for p in request.problems]
     if not problems:
-        answer, diff, summary, problems = _validate(item, request.answer, request.reason)
+        answer, diff, summary, problems = answers.validate(item, request.answer, request.reason)
     if not problems:
-        problems = _note_problems(request)
+        problems = answers.note_problems(request.note, request.reason)
     if not problems and quorum.applies(item) and answer is not None:
         reason = quorum.problem(item, answer["decisions"]) if "decisions" in answer else None
         if reason:
-            problems = [_problem(None, "answer", reason)]
+            problems = [answers.problem(None, "answer", reason)]
     if problems:
         return _refuse(
             request,
@@ -356,24 +346,6 @@ def _vote_recorded(
     return DecisionOutcome(202, "approval_recorded", message, item=item)
 
 
-def _note_problems(request: DecisionRequest) -> list[dict[str, Any]]:
-    problems = []
-    if len(request.note) > MAX_NOTE_CHARS:
-        problems.append(
-            _problem(None, "note", f"The note is longer than {MAX_NOTE_CHARS} characters.")
-        )
-    try:
-        payloads.check_value(request.note, what="The note")
-    except payloads.PayloadError as exc:
-        problems.append(_problem(None, "note", str(exc)))
-    if request.reason and reasons.reason(request.reason) is None:
-        known = ", ".join(r.code for r in reasons.rejection_reasons())
-        problems.append(
-            _problem(None, "reason", f"Unknown rejection reason {request.reason!r}; use {known}.")
-        )
-    return problems
-
-
 def _accept(
     request: DecisionRequest,
     item: ReviewItem,
@@ -396,8 +368,8 @@ def _accept(
                 source=request.source,
                 note=request.note,
                 reason_code=request.reason,
-                decision_types=_types(answer),
-                bindings=_bindings(answer),
+                decision_types=answers.decision_types(answer),
+                bindings=answers.bindings(answer),
                 policy_version=item.policy_version,
             )
             resume = runtime_service.resume_thread(
@@ -441,102 +413,6 @@ def _accept(
     )
 
 
-def _types(answer: Any) -> list[str]:
-    if isinstance(answer, dict) and isinstance(answer.get("decisions"), list):
-        return [d["type"] for d in answer["decisions"]]
-    return []
-
-
-def _bindings(answer: Any) -> list[dict[str, Any]] | None:
-    found = [
-        {"index": index, "digest": d["binding"]}
-        for index, d in enumerate(answer.get("decisions", []) if isinstance(answer, dict) else [])
-        if "binding" in d
-    ]
-    return found or None
-
-
-def _validate(
-    item: ReviewItem, answer: Any, reason_code: str = ""
-) -> tuple[Any, Any, str, list[dict[str, Any]]]:
-    """The resume value (approvals and edits bound to what executes, preset reasons
-    applied), the diff of edits, a summary, and the problems (if any)."""
-    if item.kind == ReviewItem.Kind.BREAKPOINT:
-        if answer is not None:  # it would be discarded, as the engine refuses it
-            return None, None, "", [_problem(None, "answer", BREAKPOINT_TAKES_NO_ANSWER)]
-        return None, None, "continue", []
-    try:
-        payloads.check_value(answer)
-        size = len(payloads.canonical(answer).encode())
-    except (payloads.PayloadError, ValueError) as exc:
-        return None, None, "", [_problem(None, "answer", str(exc))]
-    if item.kind == ReviewItem.Kind.INTERRUPT:
-        if size > payloads.MAX_ANSWER_BYTES:
-            return None, None, "", [_problem(None, "answer", "The answer is larger than 64 KiB.")]
-        return answer, None, "answer", []
-    try:
-        review = HITL.from_value(item.payload, item.interrupt_id)
-    except NotAReviewError as exc:
-        return None, None, "", [_problem(None, "answer", str(exc))]
-    try:
-        decisions = HITL.validate_decisions(review, answer)
-    except InvalidDecisionError as exc:
-        return None, None, "", [dict(p) for p in exc.problems]
-    problems: list[dict[str, Any]] = []
-    diff: list[dict[str, Any]] = []
-    for index, (chosen, action) in enumerate(zip(decisions, review.action_requests, strict=True)):
-        if chosen["type"] != "edit":
-            continue
-        args = chosen["edited_action"]["args"]
-        if len(payloads.canonical(args).encode()) > payloads.MAX_ANSWER_BYTES:
-            problems.append(
-                _problem(index, "edited_action.args", "The edited arguments exceed 64 KiB.")
-            )
-            continue
-        changes = args_diff(action.args, args)
-        if changes:
-            diff.append({"index": index, "tool": action.name, "changes": changes})
-    preset = reasons.reason(reason_code) if reason_code else None
-    if preset is not None:
-        decisions = tuple(
-            {**d, "message": preset.message}
-            if d["type"] == "reject" and not d.get("message")
-            else d
-            for d in decisions
-        )
-    summary = ", ".join(d["type"] for d in decisions)
-    bound = HITL.bind_decisions(review, decisions)
-    return {"decisions": list(bound)}, diff or None, summary, problems
-
-
-def _check_ids(request: DecisionRequest) -> list[dict[str, Any]]:
-    problems = []
-    if not _CLIENT_ID.match(request.client_decision_id or ""):
-        problems.append(
-            _problem(
-                None,
-                "client_decision_id",
-                "A client decision id (1-64 letters, digits, '.', '_', ':' or '-') is required.",
-            )
-        )
-    if not _DIGEST.match(request.digest or ""):
-        problems.append(
-            _problem(None, "digest", "The digest of the payload you reviewed is required.")
-        )
-    return problems
-
-
-def _problem(index: int | None, field_name: str, message: str) -> dict[str, Any]:
-    return {"index": index, "field": field_name, "message": message}
-
-
-def _body_json(answer: Any) -> str:
-    try:
-        return payloads.canonical(answer)
-    except (ValueError, TypeError):
-        return payloads.canonical(repr(answer))
-
-
 def _who(decision: Decision | None, user: Any) -> str:
     if decision is None:
         return "another reviewer"
@@ -565,7 +441,7 @@ def _refuse(
         status,
         f"{code}: {message}",
         summary=code,
-        decision=_jsonable_or_none(request.answer),
+        decision=answers.jsonable_or_none(request.answer),
         problems=problems,
     )
     return DecisionOutcome(
@@ -576,17 +452,6 @@ def _refuse(
         decision=decision,
         problems=tuple(dict(p) for p in problems),
     )
-
-
-def _jsonable_or_none(value: Any) -> Any:
-    try:
-        payloads.check_value(value)
-        text = payloads.canonical(value)
-    except (payloads.PayloadError, ValueError, TypeError):
-        return None
-    if len(text) > payloads.MAX_ANSWER_BYTES:
-        return None
-    return value
 
 
 def _audit(

@@ -20,13 +20,13 @@ from django.db import models
 from django.utils import timezone
 
 from beamweaver_core.models import Run, Thread
-from reviews import permissions
+from reviews import roles
 
 
 class ReviewItemQuerySet(models.QuerySet["ReviewItem"]):
     def visible_to(self, user: Any) -> ReviewItemQuerySet:
-        """The items `user` may see (see `reviews.permissions.visible_items`)."""
-        return permissions.visible_items(user, self)
+        """The items `user` may see (see `reviews.roles.visible_items`)."""
+        return roles.visible_items(user, self)
 
     def pending(self) -> ReviewItemQuerySet:
         return self.filter(status=ReviewItem.Status.PENDING)
