@@ -35,97 +35,31 @@ refusal is appended to the audit log as well.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from django.db import IntegrityError, transaction
-from django.utils import timezone
 
 from beamweaver_core.exceptions import BeamWeaverError
 from beamweaver_core.models import Run
 from beamweaver_core.runtime import service as runtime_service
-from reviews import answers, payloads, quorum, realtime
+from reviews import answers, outcomes, payloads, quorum, realtime
 from reviews.models import Approval, AuditEvent, Decision, NotificationEvent, ReviewItem
 from reviews.notifications import notify
+from reviews.outcomes import DecisionOutcome, DecisionRequest
 from reviews.rules import decision_refusal
 
 logger = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
-class DecisionRequest:
-    """An answer to a review item, as a reviewer (or a command) sent it.
-
-    `answer` is `{"decisions": [...]}` (or the bare list) for a tool review, any JSON value
-    for a plain interrupt, and `None` for a breakpoint (continuing takes no value; any
-    other value is refused, as the engine refuses it).
-    `problems` carries what the caller's parsing already refused (form fields, JSON text),
-    reported together with the validator's problems if nothing else refuses first.
-    `note` is the reviewer's private note (kept for the audit, never sent to the run);
-    `reason` a preset rejection reason code (`reviews.reasons`).
-    """
-
-    item_id: Any
-    user: Any
-    client_decision_id: str
-    digest: str
-    answer: Any = None
-    interrupt_id: str | None = None
-    problems: Sequence[Mapping[str, Any]] = ()
-    source: str = Decision.Source.WEB
-    note: str = ""
-    reason: str = ""
+KEY_REUSED_ANSWER = (
+    "This decision id was already used for a different answer; reload the item and decide again."
+)
+KEY_REUSED_ITEM = "This decision id was already used for another item; reload and decide again."
 
 
-@dataclass(frozen=True)
-class DecisionOutcome:
-    """What happened to a decision request; `status` is the HTTP status to answer with."""
-
-    status: int
-    code: str
-    message: str
-    item: ReviewItem | None = None
-    decision: Decision | None = None
-    problems: tuple[dict[str, Any], ...] = field(default_factory=tuple)
-    replayed: bool = False
-
-    @property
-    def accepted(self) -> bool:
-        return self.status == 200
-
-    @property
-    def recorded(self) -> bool:
-        """The answer was stored: a decision, or one approval of several."""
-        return self.status in (200, 202)
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready summary (for commands and APIs)."""
-        data: dict[str, Any] = {
-            "status": self.status,
-            "code": self.code,
-            "message": self.message,
-            "replayed": self.replayed,
-        }
-        if self.item is not None:
-            data["item"] = {
-                "id": self.item.pk,
-                "thread_id": self.item.thread_id,
-                "interrupt_id": self.item.interrupt_id,
-                "status": self.item.status,
-                "required_approvals": self.item.required_approvals,
-                "approvals": len(quorum.counted(self.item)),
-            }
-        if self.decision is not None:
-            data["decision"] = {
-                "summary": self.decision.summary,
-                "by": self.decision.user.get_username(),
-                "at": self.decision.created_at.isoformat(),
-                "resume_run": str(self.decision.resume_run_id or ""),
-            }
-        if self.problems:
-            data["problems"] = list(self.problems)
-        return data
+def _key_reused(request: DecisionRequest, item: ReviewItem, message: str) -> DecisionOutcome:
+    """The one `key_reused` refusal: the user's client decision id names another answer."""
+    return outcomes.refuse(request, item, 422, "key_reused", message)
 
 
 class _RunChanged(Exception):
@@ -155,7 +89,9 @@ def _decide(request: DecisionRequest) -> DecisionOutcome:
         # only those who may see the item read the attempt (`visible_audit`); the answer
         # stays the 404 of an item that does not exist.
         hidden = ReviewItem.objects.filter(pk=item_id).first() if item_id is not None else None
-        return _refuse(request, None, 404, "not_found", "No such review item.", audited=hidden)
+        return outcomes.refuse(
+            request, None, 404, "not_found", "No such review item.", audited=hidden
+        )
     # Lock order (run, then item) matches the runtime's (cancel_run and the worker lock
     # the run before the signal receivers touch its items), so no deadlock, and a cancel
     # racing this decision waits for it or is waited for.
@@ -183,21 +119,14 @@ def _decide(request: DecisionRequest) -> DecisionOutcome:
                 decision=prior,
                 replayed=True,
             )
-        return _refuse(
-            request,
-            item,
-            422,
-            "key_reused",
-            "This decision id was already used for a different answer; reload the item and "
-            "decide again.",
-        )
+        return _key_reused(request, item, KEY_REUSED_ANSWER)
 
     if item.status == ReviewItem.Status.DECIDED:
         decision = Decision.objects.select_related("user").filter(item=item).first()
         who = _who(decision, request.user)
         when = decision.created_at.strftime("%Y-%m-%d %H:%M:%S UTC") if decision else "earlier"
         what = decision.summary if decision else "a decision"
-        return _refuse(
+        return outcomes.refuse(
             request,
             item,
             409,
@@ -207,16 +136,18 @@ def _decide(request: DecisionRequest) -> DecisionOutcome:
         )
     if item.status in (ReviewItem.Status.CANCELLED, ReviewItem.Status.EXPIRED):
         reason = item.status_reason or item.status
-        return _refuse(
+        return outcomes.refuse(
             request, item, 410, "gone", f"This item is {item.status} ({reason}); nothing to decide."
         )
     if run.status == Run.Status.CANCELLED:
-        return _refuse(request, item, 410, "gone", "The run was cancelled; nothing to decide.")
+        return outcomes.refuse(
+            request, item, 410, "gone", "The run was cancelled; nothing to decide."
+        )
     refusal = decision_refusal(request.user, item, executes=False)
     if refusal is not None:
-        return _refuse(request, item, refusal.status, refusal.code, refusal.message)
+        return outcomes.refuse(request, item, refusal.status, refusal.code, refusal.message)
     if request.interrupt_id is not None and request.interrupt_id != item.interrupt_id:
-        return _refuse(
+        return outcomes.refuse(
             request,
             item,
             409,
@@ -226,7 +157,7 @@ def _decide(request: DecisionRequest) -> DecisionOutcome:
 
     id_problems = answers.check_ids(request.client_decision_id, request.digest)
     if id_problems:
-        return _refuse(
+        return outcomes.refuse(
             request,
             item,
             422,
@@ -235,7 +166,7 @@ def _decide(request: DecisionRequest) -> DecisionOutcome:
             problems=[*id_problems, *(dict(p) for p in request.problems)],
         )
     if request.digest != item.digest:
-        return _refuse(
+        return outcomes.refuse(
             request,
             item,
             409,
@@ -245,10 +176,10 @@ def _decide(request: DecisionRequest) -> DecisionOutcome:
     executes = quorum.executes(item, request.answer)
     refusal = decision_refusal(request.user, item, executes=executes)
     if refusal is not None:
-        return _refuse(request, item, refusal.status, refusal.code, refusal.message)
+        return outcomes.refuse(request, item, refusal.status, refusal.code, refusal.message)
     voting = quorum.applies(item) and executes
     if voting and any(a.user_id == request.user.pk for a in quorum.counted(item)):
-        return _refuse(
+        return outcomes.refuse(
             request,
             item,
             409,
@@ -267,7 +198,7 @@ def _decide(request: DecisionRequest) -> DecisionOutcome:
         if reason:
             problems = [answers.problem(None, "answer", reason)]
     if problems:
-        return _refuse(
+        return outcomes.refuse(
             request,
             item,
             422,
@@ -305,14 +236,7 @@ def _replayed_approval(
             item=item,
             replayed=True,
         )
-    return _refuse(
-        request,
-        item,
-        422,
-        "key_reused",
-        "This decision id was already used for a different answer; reload the item and "
-        "decide again.",
-    )
+    return _key_reused(request, item, KEY_REUSED_ANSWER)
 
 
 def _vote(request: DecisionRequest, item: ReviewItem, body_json: str) -> list[Approval]:
@@ -341,7 +265,7 @@ def _vote_recorded(
         f"waiting for {left} more from other reviewers."
     )
     item.save(update_fields=["updated_at"])
-    _audit(request, item, AuditEvent.Action.APPROVED, 202, message, summary="approve")
+    outcomes.audit(request, item, AuditEvent.Action.APPROVED, 202, message, summary="approve")
     realtime.announce(realtime.UPDATED, item.pk, item.thread_id)
     return DecisionOutcome(202, "approval_recorded", message, item=item)
 
@@ -378,20 +302,14 @@ def _accept(
             decision.resume_run = resume
             decision.save(update_fields=["resume_run"])
     except IntegrityError:
-        return _refuse(
-            request,
-            item,
-            422,
-            "key_reused",
-            "This decision id was already used for another item; reload and decide again.",
-        )
+        return _key_reused(request, item, KEY_REUSED_ITEM)
     except (BeamWeaverError, LookupError, ValueError) as exc:
         logger.warning("Resume of %s refused: %s", item.thread_id, exc)
-        return _refuse(request, item, 409, "busy", f"The run could not be resumed: {exc}")
+        return outcomes.refuse(request, item, 409, "busy", f"The run could not be resumed: {exc}")
     item.status = ReviewItem.Status.DECIDED
     item.decided_at = decision.created_at
     item.save(update_fields=["status", "decided_at", "updated_at"])
-    _audit(
+    outcomes.audit(
         request,
         item,
         AuditEvent.Action.DECIDED,
@@ -419,78 +337,6 @@ def _who(decision: Decision | None, user: Any) -> str:
     if decision.user_id == getattr(user, "pk", None):
         return "you"
     return decision.user.get_username()
-
-
-def _refuse(
-    request: DecisionRequest,
-    item: ReviewItem | None,
-    status: int,
-    code: str,
-    message: str,
-    *,
-    problems: Sequence[Mapping[str, Any]] = (),
-    decision: Decision | None = None,
-    audited: ReviewItem | None = None,
-) -> DecisionOutcome:
-    """The refusal, audited against `item` (or `audited`, an item the caller must not
-    be told about)."""
-    _audit(
-        request,
-        item or audited,
-        AuditEvent.Action.REFUSED,
-        status,
-        f"{code}: {message}",
-        summary=code,
-        decision=answers.jsonable_or_none(request.answer),
-        problems=problems,
-    )
-    return DecisionOutcome(
-        status,
-        code,
-        message,
-        item=item,
-        decision=decision,
-        problems=tuple(dict(p) for p in problems),
-    )
-
-
-def _audit(
-    request: DecisionRequest,
-    item: ReviewItem | None,
-    action: str,
-    status: int,
-    message: str,
-    *,
-    summary: str = "",
-    decision: Any = None,
-    diff: Any = None,
-    problems: Sequence[Mapping[str, Any]] = (),
-    note: str = "",
-) -> None:
-    user = request.user if getattr(request.user, "pk", None) is not None else None
-    if problems:
-        message += "\n" + "\n".join(str(p.get("message", "")) for p in problems)
-    AuditEvent.objects.create(
-        at=timezone.now(),
-        actor=user,
-        actor_name=user.get_username() if user is not None else "",
-        action=action,
-        item=item,
-        item_ref=str(item.pk if item is not None else request.item_id)[:40],
-        thread_ref=item.thread_id if item is not None else "",
-        graph=item.graph if item is not None else "",
-        interrupt_id=item.interrupt_id if item is not None else "",
-        digest_seen=(request.digest or "")[:64],
-        digest_current=item.digest if item is not None else "",
-        client_decision_id=(request.client_decision_id or "")[:64],
-        summary=summary[:200],
-        decision=decision,
-        diff=diff,
-        status_code=status,
-        message=message[:10_000],
-        note=note,
-        source=request.source,
-    )
 
 
 __all__ = ["DecisionOutcome", "DecisionRequest", "decide"]

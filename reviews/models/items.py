@@ -264,7 +264,7 @@ class Approval(models.Model):
 class AuditEventQuerySet(models.QuerySet["AuditEvent"]):
     def about(
         self,
-        item: ReviewItem,
+        item: ReviewItem | None,
         action: str,
         message: str,
         *,
@@ -272,22 +272,26 @@ class AuditEventQuerySet(models.QuerySet["AuditEvent"]):
         source: str,
         **extra: Any,
     ) -> AuditEvent:
-        """Append an event about `item` by `actor` (None: the system), with the item's
-        identifiers copied so the record outlives it."""
+        """Append an event about `item` (None: no item) by `actor` (None: the system),
+        with the item's identifiers copied so the record outlives it; `extra` sets (or
+        overrides) other fields. The one way audit events are written."""
         fields: dict[str, Any] = {
             "actor": actor,
             "actor_name": actor.get_username() if actor is not None else "",
             "action": action,
             "item": item,
-            "item_ref": str(item.pk),
-            "thread_ref": item.thread_id,
-            "graph": item.graph,
-            "interrupt_id": item.interrupt_id,
-            "digest_current": item.digest,
             "summary": action,
             "message": message,
             "source": source,
         }
+        if item is not None:
+            fields.update(
+                item_ref=str(item.pk),
+                thread_ref=item.thread_id,
+                graph=item.graph,
+                interrupt_id=item.interrupt_id,
+                digest_current=item.digest,
+            )
         return self.create(**{**fields, **extra})
 
     def update(self, **kwargs: Any) -> int:
