@@ -25,7 +25,7 @@ from bench.targets import (
 )
 
 BOTH = ("beamweaver", "langgraph")
-LIVE_WORKLOADS = ("realtime_push", "realtime_decision", "realtime_inbox", "scale")
+LIVE_WORKLOADS = ("realtime_push", "realtime_decision", "realtime_inbox", "scale", "serving_cost")
 """Workloads against the live server (`bench.live`); BeamWeaver only, absolute numbers."""
 
 
@@ -194,12 +194,50 @@ def _decision(mode: str) -> Config:
     )
 
 
+SERVING_CPU_TARGET = AtMost(10, "ms with 5 inboxes")
+
+
+def _serving(mode: str) -> Config:
+    """Issue 16 point 1: server CPU per interrupt as open inboxes grow (one server)."""
+    levels = ("5", "0", "20", "100")  # the judged row first
+    return Config(
+        f"serving_cost_{mode}",
+        "9. serving cost: server CPU time per interrupt (start POST → claim → pause → item, "
+        f"audit, notification → pushes), 10 interrupts/s, {_MODE_TITLE[mode]}",
+        "serving_cost",
+        quick={"mode": mode, "levels": [0, 5], "per_level": 20, "warmup": 3},
+        full={"mode": mode, "per_level": 150},
+        engines=("beamweaver",),
+        metrics=(
+            *(
+                Metric(
+                    f"server CPU per interrupt, {n} open inboxes",
+                    ("levels", n, "cpu_ms_per_interrupt"),
+                    "ms",
+                    _judged(SERVING_CPU_TARGET, mode) if n == "5" else None,
+                )
+                for n in levels
+            ),
+            Metric(
+                "each further open inbox adds (5 → 100)",
+                ("added_ms_per_inbox",),
+                "ms",
+                _judged(AtMost(0.5, "ms per inbox"), mode),
+            ),
+            ms("interrupt → frame p99, 100 inboxes", "levels", "100", "push_ms", "p99"),
+            Metric("frames missing, 100 inboxes", ("levels", "100", "frames_missing"), ""),
+        ),
+    )
+
+
 _LIVE: tuple[Config, ...] = (
     _push("single", 50, True),
     _push("redis", 50, True),
     _push("single", 10, False),
     _decision("single"),
     _decision("redis"),
+    _serving("single"),
+    _serving("redis"),
     Config(
         "realtime_inbox",
         "7c. realtime: inbox page, 10,000 pending items, logged-in reviewer",

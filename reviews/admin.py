@@ -21,6 +21,7 @@ from django.http import HttpRequest
 from django.utils import timezone
 from django.utils.html import format_html
 
+from beamweaver_core.admin.display import ReadOnlyAdmin
 from beamweaver_core.redaction import redact, redact_text
 from beamweaver_core.users import username_path
 from reviews.models import (
@@ -44,17 +45,6 @@ def _pretty(text: str) -> Any:
     return format_html(
         "<pre>{}</pre>", json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False)
     )
-
-
-class ReadOnlyAdmin(admin.ModelAdmin):
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
 
 @admin.register(ReviewItem)

@@ -17,6 +17,7 @@ from reviews import cancelling, inbox, quorum, reasons, threads
 from reviews.models import Decision, ReviewItem, ReviewPresence
 from reviews.permissions import can_manage, is_decider, reviewers
 from reviews.rules import decision_offer
+from reviews.thread_studio import ThreadStudio
 
 PRESENCE_TTL = timedelta(seconds=60)
 
@@ -32,19 +33,28 @@ def render(template: str, partial: str, context: dict[str, Any]) -> str:
 
 def inbox_context(items: QuerySet[ReviewItem], query: inbox.InboxQuery) -> dict[str, Any]:
     """The inbox list for `query` over the items the user may see."""
+    context = inbox_counts_context(items, query)
+    context.update(
+        items=list(context["page"].object_list),
+        statuses=inbox.STATUSES,
+        choices=inbox.choices(items),
+    )
+    return context
+
+
+def inbox_counts_context(items: QuerySet[ReviewItem], query: inbox.InboxQuery) -> dict[str, Any]:
+    """What the inbox's counts and pager show (a live push re-renders only those): the
+    page of `query` (its rows unread) and the counts."""
     page = inbox.page(items, query)
     counts = inbox.counts(items)
     return {
         "query": query,
         "page": page,
-        "items": list(page.object_list),
         "counts": counts,
         "counts_over": inbox.over_cap(counts),
         "count_cap": f"{inbox.COUNT_CAP:,}",
         "shown_count": page.paginator.count,
         "shown_capped": getattr(page.paginator, "capped", False),
-        "statuses": inbox.STATUSES,
-        "choices": inbox.choices(items),
     }
 
 
@@ -130,7 +140,10 @@ def viewers(item: ReviewItem, user: Any) -> list[str]:
 def thread_context(thread: Thread, user: Any) -> dict[str, Any]:
     """Everything live on a thread page."""
     items = list(
-        ReviewItem.objects.visible_to(user).filter(thread=thread).order_by("-created_at", "-id")
+        ReviewItem.objects.visible_to(user)
+        .filter(thread=thread)
+        .select_related("claimed_by", "assignee")
+        .order_by("-created_at", "-id")
     )
     decisions = list(
         Decision.objects.filter(item__in=items)
@@ -152,6 +165,7 @@ def thread_context(thread: Thread, user: Any) -> dict[str, Any]:
         "decisions": decisions,
         "state": state,
         "conversation": threads.conversation(state),
+        "studio": ThreadStudio(thread, user, state, items),
         "history": threads.history(thread),
         "events": threads.events(thread),
     }

@@ -1,7 +1,7 @@
 """Hints to open pages after a review item changes, sent only once the change commits.
 
 A hint names the item and what happened; each consumer reloads the item from Postgres and
-renders it for its own user (see `reviews.consumers`), so a hint never carries content.
+renders it for its own user (see `reviews.live`), so a hint never carries content.
 """
 
 from __future__ import annotations

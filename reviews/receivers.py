@@ -9,6 +9,7 @@ and its "review needed" notifications are queued in the same transaction.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Sequence
 from typing import Any
@@ -20,7 +21,7 @@ from beamweaver_core.agent import HITL
 from beamweaver_core.exceptions import NotAReviewError
 from beamweaver_core.models import Run
 from beamweaver_core.types import Interrupt
-from reviews import payloads, policies, realtime
+from reviews import payloads, policies, realtime, summaries
 from reviews.models import AuditEvent, NotificationEvent, ReviewItem
 from reviews.notifications import notify
 
@@ -108,6 +109,7 @@ def _upsert(run: Run, interrupt: Interrupt, item: ReviewItem | None) -> None:
         "payload_json": text,
         "digest": payloads.digest(text),
         "tool_names": tools,
+        "summary": summaries.summarize(kind, json.loads(text)),
     }
     if item is None:
         item = ReviewItem(thread_id=run.thread_id, interrupt_id=interrupt.id, **fields)

@@ -6,7 +6,9 @@ from typing import Any
 
 from django.urls import path, re_path
 
-from reviews.consumers import InboxConsumer, ItemConsumer, ThreadConsumer
+from reviews.live.inbox import InboxConsumer
+from reviews.live.item import ItemConsumer
+from reviews.live.thread import ThreadConsumer
 
 websocket_urlpatterns: list[Any] = [
     path("ws/inbox/", InboxConsumer.as_asgi()),

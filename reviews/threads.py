@@ -14,6 +14,7 @@ from beamweaver_core.checkpoint.postgres import PostgresCheckpointer
 from beamweaver_core.models import Checkpoint, RunEvent, Thread
 from beamweaver_core.redaction import redact
 from beamweaver_core.runtime import registry
+from beamweaver_core.types import Interrupt
 from reviews import payloads
 
 logger = logging.getLogger(__name__)
@@ -40,6 +41,7 @@ class ThreadState:
     values: Any = None
     next: tuple[str, ...] = ()
     error: str = ""
+    interrupts: tuple[Interrupt, ...] = ()
 
     @property
     def pretty(self) -> str:
@@ -56,7 +58,11 @@ def current_state(thread: Thread) -> ThreadState:
     except Exception as exc:
         logger.warning("Cannot read the state of thread %s: %s", thread.id, exc)
         return ThreadState(error=f"The state cannot be read: {type(exc).__name__}.")
-    return ThreadState(values=redact(payloads.plain(snapshot.values)), next=tuple(snapshot.next))
+    return ThreadState(
+        values=redact(payloads.plain(snapshot.values)),
+        next=tuple(snapshot.next),
+        interrupts=tuple(snapshot.interrupts),
+    )
 
 
 def conversation(state: ThreadState) -> list[ChatLine]:
@@ -110,25 +116,40 @@ def events(thread: Thread, limit: int = EVENTS_LIMIT) -> list[dict[str, Any]]:
     rows = list(RunEvent.objects.filter(thread=thread).order_by("-created_at", "-seq")[:limit])
     rows.reverse()
     return [
-        event_view(r.run_id, r.seq, event=r.event, node=r.node, data=r.data, at=r.created_at)
+        event_view(
+            r.run_id, r.seq, event=r.event, node=r.node, data=r.data, at=r.created_at, ns=r.ns
+        )
         for r in rows
     ]
 
 
 def event_view(
-    run_id: Any, seq: Any, *, event: Any, node: Any, data: Any, at: Any
+    run_id: Any, seq: Any, *, event: Any, node: Any, data: Any, at: Any, ns: Any = ""
 ) -> dict[str, Any]:
-    """One event as the templates render it; the element id is built from ids only."""
-    return {
+    """One event as the templates render it; the element id is built from ids only. A
+    model's text delta (`model.delta`) carries its text and message id, which the page's
+    script gathers into the reply being written (`thread.js`)."""
+    view = {
         "dom_id": f"run-event-{run_id}-{int(seq)}",
         "run_id": str(run_id),
         "seq": int(seq),
         "event": str(event),
         "css": re.sub(r"[^a-z0-9]+", "-", str(event).lower()).strip("-"),
         "node": str(node or ""),
+        "ns": str(ns or ""),
         "summary": _summary(data),
         "at": at,
+        "delta": None,
     }
+    if event == "model.delta" and isinstance(data, Mapping):
+        delta = data.get("delta")
+        chunk = data.get("tool_call_chunk")
+        if isinstance(chunk, Mapping):
+            name = f"calls {chunk.get('name')} " if chunk.get("name") else ""
+            delta = f"{name}{chunk.get('args') or ''}"
+        view["delta"] = str(delta) if delta is not None else ""
+        view["message_id"] = re.sub(r"[^A-Za-z0-9_-]+", "", str(data.get("message_id", "")))[:80]
+    return view
 
 
 def _summary(data: Any) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.urls import include, path, register_converter
 
-from reviews import insight_views, item_actions, views
+from reviews import fork_views, insight_views, item_actions, views
 from reviews.converters import ThreadIdConverter
 
 register_converter(ThreadIdConverter, "thread_id")
@@ -30,4 +30,5 @@ urlpatterns = [
     path("api/v1/", include("reviews.api.urls")),
     path("cancel-run/<thread_id:thread_id>/", views.cancel_run_view, name="cancel_run"),
     path("threads/<thread_id:thread_id>/", views.thread_view, name="thread"),
+    path("fork/<str:checkpoint_id>/<thread_id:thread_id>/", fork_views.fork_view, name="fork"),
 ]

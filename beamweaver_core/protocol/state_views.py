@@ -7,14 +7,14 @@ import itertools
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from django.db import transaction
 from django.http import HttpRequest
 
-from beamweaver_core.models import Thread
+from beamweaver_core.exceptions import ThreadBusyError
 from beamweaver_core.protocol import lookup, representations
 from beamweaver_core.protocol.body import flag, json_body, number
 from beamweaver_core.protocol.errors import ProtocolError
 from beamweaver_core.protocol.messages import input_values
+from beamweaver_core.runtime import forks
 from beamweaver_core.types import StateSnapshot
 
 SCAN_LIMIT = 1000
@@ -69,27 +69,16 @@ def update(request: HttpRequest, user: Any, thread_id: str) -> dict[str, Any]:
         values = input_values(body["values"]) if body.get("values") else None
     except ValueError as exc:
         raise ProtocolError(422, f"Invalid values: {exc}") from None
-    config: dict[str, Any] = {"configurable": {"thread_id": thread.id}}
-    if checkpoint_id:
-        config["configurable"]["checkpoint_id"] = checkpoint_id
-    # The thread's row lock keeps workers from claiming a run of it meanwhile (they skip
-    # locked threads), so this write never races a run's.
-    with transaction.atomic():
-        locked = Thread.objects.select_for_update().get(id=thread.id)
-        if lookup.busy(locked):
-            raise ProtocolError(
-                409, f"Thread {thread_id!r} has an active run; update its state once it ends."
-            )
-        try:
-            written = graph.update_state(config, values, as_node=body.get("as_node"))
-        except TypeError as exc:
-            raise ProtocolError(422, f"Invalid values: {exc}") from None
-        after = graph.get_state({"configurable": {"thread_id": thread.id}})
-        if locked.status == Thread.Status.INTERRUPTED and not representations.asked(
-            after.interrupts
-        ):
-            locked.status = Thread.Status.IDLE
-        locked.save(update_fields=["status", "updated_at"])
+    try:
+        written = forks.update_state(
+            graph, thread.id, values, as_node=body.get("as_node"), checkpoint_id=checkpoint_id
+        )
+    except ThreadBusyError:
+        raise ProtocolError(
+            409, f"Thread {thread_id!r} has an active run; update its state once it ends."
+        ) from None
+    except TypeError as exc:
+        raise ProtocolError(422, f"Invalid values: {exc}") from None
     return {"checkpoint": representations.checkpoint(written)}
 
 

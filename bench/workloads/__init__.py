@@ -7,20 +7,9 @@ from typing import Any
 
 from bench.engines.base import Engine
 
-WORKLOADS = (
-    "linear",
-    "linear_worker",
-    "fanout",
-    "hitl",
-    "growth",
-    "concurrency",
-    "floor",
-    "realtime_push",
-    "realtime_decision",
-    "realtime_inbox",
-    "scale",
-)
-ENGINE_FREE = ("floor", "realtime_push", "realtime_decision", "realtime_inbox", "scale")
+_LIVE = ("realtime_push", "realtime_decision", "realtime_inbox", "scale", "serving_cost")
+WORKLOADS = ("linear", "linear_worker", "fanout", "hitl", "growth", "concurrency", "floor", *_LIVE)
+ENGINE_FREE = ("floor", *_LIVE)
 """Workloads that drive no engine adapter: the raw floor, and the live server's
 workloads (the server runs BeamWeaver itself; there is no LangGraph counterpart)."""
 

@@ -62,6 +62,12 @@ class ReviewItem(models.Model):
     payload_json = models.TextField(help_text="The interrupt value, canonical JSON.")
     digest = models.CharField(max_length=64, help_text="SHA-256 of payload_json.")
     tool_names = ArrayField(models.CharField(max_length=200), default=list, blank=True)
+    summary = models.CharField(
+        max_length=200,
+        blank=True,
+        default="",
+        help_text="What is asked, in one line, secrets redacted (`reviews.summaries`).",
+    )
     status = models.CharField(max_length=16, choices=Status, default=Status.PENDING)
     status_reason = models.CharField(max_length=200, blank=True, default="")
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
@@ -324,6 +330,7 @@ class AuditEvent(models.Model):
         REVEALED = "revealed", "Revealed secrets"
         TOKEN_ISSUED = "token_issued", "Issued an API token"
         TOKEN_REVOKED = "token_revoked", "Revoked an API token"
+        FORKED = "forked", "Replayed or forked a thread"
 
     at = models.DateTimeField(default=timezone.now, db_index=True)
     actor = models.ForeignKey(

@@ -6,11 +6,17 @@ channel layer: everything a run, a decision and a
 live push go through happens inside that one server process, exactly as in the
 single-machine product. The test process writes users and sessions to the database (the
 tests are transactional, so the server sees them) and drives the browsers.
+
+When a test fails (or its pages logged an error), every page it opened is kept as test
+artefacts under `ARTEFACTS` (`var/test-artefacts/`, or $BEAMWEAVER_TEST_ARTEFACTS): a
+full-page screenshot at the desktop width and one at a phone's (390 x 844), and the
+page's console log, so a failure in CI can be seen, not only read.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import socket
 import subprocess
@@ -30,6 +36,9 @@ from tests.reviews.graphs import REVIEW_GRAPHS
 from tests.support.processes import ROOT, child_env, stop
 
 CHROMIUM = "/usr/bin/chromium"
+DESKTOP = {"width": 1100, "height": 900}
+PHONE = {"width": 390, "height": 844}
+ARTEFACTS = Path(os.environ.get("BEAMWEAVER_TEST_ARTEFACTS") or ROOT / "var" / "test-artefacts")
 
 
 def _free_port() -> int:
@@ -156,7 +165,7 @@ class Session:
         client.force_login(user)
         self.base = base
         self.user = user.get_username()
-        self.context = browser.new_context(viewport={"width": 1100, "height": 900})
+        self.context = browser.new_context(viewport=DESKTOP)
         self.context.add_cookies(
             [{"name": "sessionid", "value": client.cookies["sessionid"].value, "url": base}]
         )
@@ -165,6 +174,7 @@ class Session:
         self.requests: list[str] = []
         self.csp_violations: list[str] = []
         self._console_errors: list[tuple[str, str]] = []
+        self.console: list[str] = []
         self._answers: set[str] = set()
         self._expected: list[str] = []
         self.context.expose_binding(
@@ -179,6 +189,7 @@ class Session:
         self.page.on("request", lambda request: self.requests.append(request.url))
 
     def _console(self, message: Any) -> None:
+        self.console.append(f"[{message.type}] {message.text} ({message.location.get('url', '')})")
         if message.type == "error":
             self._console_errors.append((message.text, message.location.get("url", "")))
 
@@ -232,6 +243,47 @@ class Session:
         self.context.close()
 
 
+def save_artefacts(sessions: list[Session], directory: Path) -> list[Path]:
+    """Keep what each session's page shows: full-page screenshots at the desktop and the
+    phone width, and its console log (with the problems found); returns the files."""
+    directory.mkdir(parents=True, exist_ok=True)
+    saved = []
+    for index, session in enumerate(sessions):
+        stem = directory / f"{index}-{re.sub(r'[^A-Za-z0-9_.-]', '_', session.user)}"
+        page = session.page
+        try:
+            for name, size in (("desktop", DESKTOP), ("phone", PHONE)):
+                page.set_viewport_size(size)
+                path = stem.with_name(f"{stem.name}-{name}.png")
+                page.screenshot(path=str(path), full_page=True)
+                saved.append(path)
+            page.set_viewport_size(DESKTOP)
+        except Exception as exc:  # a crashed page still leaves its console log
+            session.console.append(f"[artefacts] no screenshot: {exc}")
+        log = stem.with_name(f"{stem.name}-console.log")
+        lines = [f"url: {page.url}", *session.console, "", json.dumps(session.problems(), indent=2)]
+        log.write_text("\n".join(lines) + "\n")
+        saved.append(log)
+    return saved
+
+
+def artefact_directory(nodeid: str) -> Path:
+    """Where the artefacts of the test `nodeid` go."""
+    return ARTEFACTS / re.sub(r"[^A-Za-z0-9_.-]+", "_", nodeid).strip("_")[:150]
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: Any) -> Any:
+    """Record on the test whether its call failed (the `sessions` fixture reads it)."""
+    report = yield
+    if report.when == "call":
+        item.stash[_CALL_FAILED] = report.failed
+    return report
+
+
+_CALL_FAILED = pytest.StashKey[bool]()
+
+
 def close_checked(sessions: list[Session]) -> None:
     """Close the sessions; fail if any of them saw an error or a CSP violation."""
     problems = {}
@@ -244,9 +296,10 @@ def close_checked(sessions: list[Session]) -> None:
 
 
 @pytest.fixture
-def sessions(browser: Any, daphne_server: str) -> Iterator[Any]:
+def sessions(request: pytest.FixtureRequest, browser: Any, daphne_server: str) -> Iterator[Any]:
     """Opens logged-in browser sessions (`sessions(user)`); at the end of the test, fails
-    it if any page of theirs logged an error or violated the CSP."""
+    it if any page of theirs logged an error or violated the CSP, and keeps their
+    screenshots and console logs (`save_artefacts`) if it failed or they did."""
     opened: list[Session] = []
 
     def open_session(user: User) -> Session:
@@ -255,4 +308,7 @@ def sessions(browser: Any, daphne_server: str) -> Iterator[Any]:
         return session
 
     yield open_session
+    failed = request.node.stash.get(_CALL_FAILED, False)
+    if opened and (failed or any(session.problems() for session in opened)):
+        save_artefacts(opened, artefact_directory(request.node.nodeid))
     close_checked(opened)

@@ -19,14 +19,6 @@ SECRET = "sk-proj-abcdefghijklmnopqrstuvwxyz0123"
 
 
 @pytest.fixture
-def staff() -> Client:
-    user = User.objects.create_superuser("admin", "admin@example.com", "pw-admin-123")
-    client = Client()
-    client.force_login(user)
-    return client
-
-
-@pytest.fixture
 def paused_run() -> Run:
     service.start_run(
         "approval",

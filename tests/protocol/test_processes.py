@@ -10,6 +10,7 @@ import signal
 import subprocess
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -31,12 +32,22 @@ SHARED = {
     "BEAMWEAVER_POLL_SECONDS": "0.2",
     "BEAMWEAVER_TEST_STEP_SECONDS": "0.1",
 }
-LIMIT = 4000
+LIMIT = 1000
+
+
+@pytest.fixture(scope="module")
+def gate(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The file the "steps" graph's third step waits for (tests/support/graphs.py): a run
+    of it is surely still running until the test creates it, however loaded the machine."""
+    return tmp_path_factory.mktemp("lg-gate") / "open"
 
 
 @pytest.fixture(scope="module")
 def lg_url(
-    django_db_setup: Any, django_db_blocker: Any, tmp_path_factory: pytest.TempPathFactory
+    django_db_setup: Any,
+    django_db_blocker: Any,
+    tmp_path_factory: pytest.TempPathFactory,
+    gate: Path,
 ) -> Iterator[str]:
     """A web process that only serves (no workers) and one worker process, on Redis."""
     logs = tmp_path_factory.mktemp("lg-processes")
@@ -50,7 +61,11 @@ def lg_url(
     }
     with django_db_blocker.unblock():
         # Quiet: the worker's output goes to a pipe nobody reads while it runs.
-        worker = start_worker(child_env(**SHARED, BEAMWEAVER_LOG_LEVEL="WARNING"), "--threads", "2")
+        worker = start_worker(
+            child_env(**SHARED, BEAMWEAVER_LOG_LEVEL="WARNING", BEAMWEAVER_TEST_GATE=str(gate)),
+            "--threads",
+            "2",
+        )
         try:
             with live_server(logs, **web) as base:
                 yield f"{base}/lg"
@@ -82,7 +97,7 @@ def test_a_run_executed_by_another_process_streams_through_redis(
 
 
 def test_a_stream_past_the_byte_limit_ends_and_is_resumed_from_the_last_event(
-    lg_url: str, alice_token: str
+    lg_url: str, alice_token: str, gate: Path
 ) -> None:
     lg = get_sync_client(url=lg_url, api_key=alice_token)
     thread_id = lg.threads.create()["thread_id"]
@@ -95,6 +110,7 @@ def test_a_stream_past_the_byte_limit_ends_and_is_resumed_from_the_last_event(
         ids = [line[4:] for line in text.splitlines() if line.startswith("id: ")]
         assert "event: end" not in text and ids  # cut at the limit, while the run runs
         assert len(text.encode()) < LIMIT + 4096
+        gate.touch()  # the run goes on to its end
         with http.stream("GET", location, headers={"Last-Event-ID": ids[-1]}) as rest:
             tail = "".join(rest.iter_text())
     later = [line[4:] for line in tail.splitlines() if line.startswith("id: ")]

@@ -59,6 +59,9 @@ STATS: Counter[str] = Counter()
 
 PICK = st.integers(min_value=0, max_value=10**6)
 SEEN: Counter[str] = Counter()
+LEASE = 3600.0
+"""Leases end only when a rule expires them: a lease that ran out while a loaded machine
+executed a step would fence the run's writes and make the model disagree with the product."""
 
 
 class DecisionLoop(RuleBasedStateMachine):
@@ -91,7 +94,7 @@ class DecisionLoop(RuleBasedStateMachine):
         """A run starts and a worker takes it at once, to its pause."""
         thread = f"sm-{uuid.uuid4().hex[:10]}"
         run = service.start_run("ledger_agent", agent_input([CALLS[kind]]), thread_id=thread)
-        claim = claim_run(run.id, "worker", 30.0)
+        claim = claim_run(run.id, "worker", LEASE)
         if claim is not None:
             execute(claim)
 
@@ -101,7 +104,7 @@ class DecisionLoop(RuleBasedStateMachine):
         `fault`: it dies holding the claim, or right after a tool's side effect, before
         the result is recorded; either way its lease then expires."""
         sweep_expired_leases(max_attempts=20)
-        claim = claim_next_run("worker", 30.0)
+        claim = claim_next_run("worker", LEASE)
         if claim is None:
             return
         if fault == "none":

@@ -377,7 +377,7 @@ async def test_hints_arriving_during_a_render_are_rendered_together(
     per hint until the channel layer drops hints (hostile case 25). A big burst goes out as
     several frames, each under daphne's message limit (a 67 KB frame was refused)."""
     from beamweaver_core.conf import conf
-    from reviews.consumers import InboxConsumer
+    from reviews.live.inbox import InboxConsumer
 
     slow_first_call(monkeypatch, InboxConsumer, "_rows_frames")
     alice = await reviewer()
@@ -415,7 +415,7 @@ async def test_run_events_arriving_during_a_check_go_out_together(monkeypatch: A
     """A thread page's run events that arrive while its re-check and render run are sent
     after one more check, in one frame (case 50: 1,000 sockets, 50 events/s); every
     socket of the page gets every event, each after its own check."""
-    from reviews.consumers import ThreadConsumer
+    from reviews.live.thread import ThreadConsumer
 
     slow_first_call(monkeypatch, ThreadConsumer, "frames")
     alice, bob = await reviewer("alice"), await reviewer("bob")
@@ -456,7 +456,7 @@ async def test_sockets_opening_together_share_the_snapshot_of_one_round(monkeypa
     """The snapshot comes in the next round after the handshake (which does not wait
     behind it); a user's sockets on the same page in the same round get one render, each
     after its own check (case 50's reconnect storm: 20 sockets per thread)."""
-    from reviews.consumers import ThreadConsumer
+    from reviews.live.thread import ThreadConsumer
 
     slow_first_call(monkeypatch, ThreadConsumer, "snapshot")
     renders: list[str] = []
@@ -482,7 +482,7 @@ async def test_sockets_opening_together_share_the_snapshot_of_one_round(monkeypa
 
 
 async def test_a_failed_render_closes_its_socket_and_not_the_others(monkeypatch: Any) -> None:
-    from reviews.consumers import ThreadConsumer
+    from reviews.live.thread import ThreadConsumer
 
     frames_of = ThreadConsumer.frames
 

@@ -15,7 +15,10 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from reviews.consumers import InboxConsumer, ItemConsumer, ThreadConsumer, event_fragment
+from reviews.live.events import event_fragment
+from reviews.live.inbox import InboxConsumer
+from reviews.live.item import ItemConsumer
+from reviews.live.thread import ThreadConsumer
 from reviews.models import ReviewItem
 from reviews.permissions import LiveCheck, can_manage, can_review, group_ids, visible_threads
 from tests.reviews.conftest import make_manager, make_reviewer, pause
@@ -44,7 +47,7 @@ def consumer(kind: type, user: User, key: str, **route: Any) -> Any:
 
 def thread_page(user: User, item: ReviewItem) -> ThreadConsumer:
     page = consumer(ThreadConsumer, user, login(user), thread_id=item.thread_id)
-    assert page._allowed()
+    assert page.check_handshake()
     return page
 
 
@@ -63,9 +66,9 @@ def test_a_pushed_run_event_costs_one_statement_per_socket() -> None:
     events = dict(an_event(item, seq) for seq in range(1, 6))
 
     with CaptureQueriesContext(connection) as one:
-        single = page._checked_frames(dict([an_event(item, 99)]))
+        single = page.checked_frames(dict([an_event(item, 99)]))
     with CaptureQueriesContext(connection) as five:
-        together = page._checked_frames(events)
+        together = page.checked_frames(events)
 
     assert (len(one), len(five)) == (1, 1)
     assert single is not None and len(single) == 1 and "run-event-" in single[0]
@@ -80,20 +83,23 @@ def test_the_inbox_and_item_pages_recheck_with_one_statement_too() -> None:
     inbox = consumer(InboxConsumer, alice, key)
     page = consumer(ItemConsumer, alice, key, pk=item.pk)
 
+    with CaptureQueriesContext(connection) as handshakes:
+        assert inbox.check_handshake() and page.check_handshake()
     with CaptureQueriesContext(connection) as checks:
-        assert inbox._allowed() and page._allowed()
-        assert inbox._still_allowed() and page._still_allowed()
+        assert inbox.still_allowed() and page.still_allowed()
 
-    assert len(checks) == 4
+    # A handshake: the statement, and Django's `get_user` reading the user once for the
+    # session's data; a re-check of the same session data is the statement alone.
+    assert (len(handshakes), len(checks)) == (4, 2)
 
 
 def test_a_run_event_is_rendered_once_for_every_socket(monkeypatch: Any) -> None:
-    from reviews import consumers
+    from reviews.live import events
 
     rendered: list[Any] = []
-    render = consumers._render_event
+    render = events._render_event
     monkeypatch.setattr(
-        consumers, "_render_event", lambda *args: rendered.append(args) or render(*args)
+        events, "_render_event", lambda *args: rendered.append(args) or render(*args)
     )
     record = {"seq": 7, "event": "node.started", "node": "<b>n</b>", "data": {"x": 1}}
     run_id = "00000000-0000-0000-0000-000000000001"
@@ -131,7 +137,7 @@ def test_every_revocation_refuses_the_next_push(revocation: str) -> None:
     item = pause()
     page = thread_page(User.objects.get(pk=alice.pk), item)
     key = page.scope["session"].session_key
-    assert page._checked_frames(dict([an_event(item, 1)]))
+    assert page.checked_frames(dict([an_event(item, 1)]))
 
     if revocation == "permission removed":
         alice.user_permissions.clear()
@@ -164,7 +170,7 @@ def test_every_revocation_refuses_the_next_push(revocation: str) -> None:
 
         Thread.objects.filter(id=item.thread_id).delete()
 
-    assert page._checked_frames(dict([an_event(item, 2)])) is None
+    assert page.checked_frames(dict([an_event(item, 2)])) is None
 
 
 def test_a_session_saved_again_for_the_same_user_still_passes() -> None:
@@ -175,7 +181,7 @@ def test_a_session_saved_again_for_the_same_user_still_passes() -> None:
     store["something"] = "else"
     store.save()
 
-    assert page._checked_frames(dict([an_event(item, 1)]))
+    assert page.checked_frames(dict([an_event(item, 1)]))
 
 
 def test_the_recheck_user_answers_permission_questions_without_queries() -> None:

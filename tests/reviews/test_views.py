@@ -624,8 +624,8 @@ def test_the_thread_page_shows_status_events_state_history_and_items(alice: User
     html = client_for(alice).get(f"/threads/{item.thread_id}/").content.decode()
 
     assert 'data-status="completed"' in html
-    assert re.search(r'<li id="run-event-[0-9a-f-]+-\d+" class="event event-run-completed">', html)
-    assert "Checkpoint history" in html and "executed" in html
+    assert re.search(r'<li id="run-event-[0-9a-f-]+-\d+" class="event event-run-completed"', html)
+    assert "Timeline" in html and "executed" in html
     assert f'href="/items/{item.pk}/"' in html
     assert "<strong>approve</strong> on" in html
     assert f'ws-connect="/ws/threads/{item.thread_id}/"' in html

@@ -1,5 +1,5 @@
 // BeamWeaver's small page script: keyboard navigation in the inbox, shortcuts on the item
-// page, the live-connection indicator, the page title after live updates, and clear
+// page, folded menus and bars on a phone, the live-connection indicator, the page title after live updates, and clear
 // messages when an htmx request fails (a 403 usually means the session changed in another
 // tab; a 403 the server marks as a review-policy refusal is shown in place instead).
 // It never evaluates strings, never builds HTML from data, and is served from 'self'.
@@ -167,9 +167,25 @@
     if (kinds[event.key] && decideWith(kinds[event.key])) event.preventDefault();
   });
 
-  // Inbox batch bar: how many rows are selected.
+  // Folds (details[data-open-wide]: the main menu, the inbox filters and batch bar) are
+  // closed on a phone, so the first screen shows the items; on a wider screen they open
+  // (and open again when a phone turns sideways). Without this script they stay folded,
+  // every control one tap away.
+  var wide = window.matchMedia("(min-width: 40.01rem)");
+  function unfold() {
+    if (!wide.matches) return;
+    document.querySelectorAll("details[data-open-wide]").forEach(function (details) {
+      details.open = true;
+    });
+  }
+  document.addEventListener("DOMContentLoaded", unfold);
+  if (wide.addEventListener) wide.addEventListener("change", unfold);
+
+  // Inbox batch bar: how many rows are selected (selecting one unfolds the bar).
   function syncSelection() {
     var count = document.querySelectorAll("input.row-select:checked").length;
+    var fold = document.getElementById("batch-fold");
+    if (fold && count) fold.open = true;
     var label = document.getElementById("batch-count");
     if (label) label.textContent = count ? count + " selected" : "Select items to decide them together";
     document.querySelectorAll("#batch-form button[name=action]").forEach(function (button) {

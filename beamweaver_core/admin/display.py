@@ -1,0 +1,36 @@
+"""How the admin shows stored data: pretty-printed, redacted JSON, and read-only pages."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.contrib import admin
+from django.http import HttpRequest
+from django.utils.html import format_html
+
+from beamweaver_core.redaction import redact
+
+
+def pretty_json(value: Any) -> str:
+    """Readable, redacted JSON (`value` may be JSON text or data)."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError:
+            return format_html("<pre>{}</pre>", value)
+    text = json.dumps(redact(value), indent=2, sort_keys=True, ensure_ascii=False, default=repr)
+    return format_html('<pre class="bw-json">{}</pre>', text)
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """Storage rows: viewable by staff, never edited by hand."""
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False

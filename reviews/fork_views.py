@@ -1,0 +1,72 @@
+"""Time travel on the thread page: the form to replay or fork a thread at a checkpoint,
+and its submission (`reviews.forking`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_http_methods
+
+from beamweaver_core.checkpoint.postgres import PostgresCheckpointer
+from beamweaver_core.exceptions import CheckpointNotFoundError
+from beamweaver_core.redaction import redact
+from beamweaver_core.runtime import registry
+from reviews import forking, payloads
+from reviews.decorators import reviewer_required
+from reviews.permissions import visible_threads
+
+REFUSED_STATUS = {"invalid": 422, "busy": 409}
+
+
+@require_http_methods(["GET", "POST"])
+@reviewer_required
+def fork_view(request: HttpRequest, thread_id: str, checkpoint_id: str) -> HttpResponse:
+    """Replay the thread from `checkpoint_id`, or fork it there with edited values."""
+    thread = get_object_or_404(visible_threads(request.user), id=thread_id)
+    if not forking.may_fork(request.user):
+        return render(request, "reviews/fork_forbidden.html", {"thread": thread}, status=403)
+    if not thread.graph:
+        raise Http404("The thread has no graph.")
+    graph = registry.compiled_graph(thread.graph, PostgresCheckpointer())
+    config: dict[str, Any] = {
+        "configurable": {"thread_id": thread.id, "checkpoint_id": checkpoint_id}
+    }
+    try:
+        snapshot = graph.get_state(config)
+    except CheckpointNotFoundError:
+        raise Http404("No such checkpoint.") from None
+    values = redact(payloads.plain(snapshot.values))
+    values = values if isinstance(values, dict) else {}
+    form = forking.ForkForm(
+        request.POST if request.method == "POST" else None,
+        keys=forking.state_keys(thread, values),
+        nodes=list(graph.nodes),
+        current=values,
+        merged=forking.merged_keys(thread),
+        initial={"checkpoint_id": checkpoint_id, "mode": forking.FORK},
+    )
+    status = 200
+    if request.method == "POST":
+        if form.is_valid() and form.cleaned_data["checkpoint_id"] == checkpoint_id:
+            outcome = forking.fork_thread(request.user, thread, form.cleaned_data)
+            if outcome.run is not None:
+                messages.success(request, outcome.message)
+                return redirect("reviews:thread", thread_id=thread.id)
+            form.add_error(None, outcome.message)
+            status = REFUSED_STATUS.get(outcome.code, 422)
+        else:
+            status = 422
+    context = {
+        "thread": thread,
+        "checkpoint_id": checkpoint_id,
+        "step": snapshot.metadata.get("step"),
+        "next": snapshot.next,
+        "form": form,
+    }
+    return render(request, "reviews/fork.html", context, status=status)
+
+
+__all__ = ["fork_view"]

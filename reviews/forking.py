@@ -1,0 +1,160 @@
+"""Time travel from the thread page: the form that replays or forks a thread at one of its
+checkpoints, and the audited fork (`beamweaver_core.runtime.forks` makes the run).
+
+The form has one JSON field per state key of the graph, filled with the checkpoint's
+(redacted) values; only the keys whose text changed are written, as `update_state(...,
+as_node=...)` would write them. Who may: a reviewer who sees the thread and holds
+`beamweaver_core.fork_thread`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from django import forms
+
+from beamweaver_core.exceptions import ThreadBusyError
+from beamweaver_core.models import Run, Thread
+from beamweaver_core.runtime import registry
+from beamweaver_core.runtime.forks import FORK_PERMISSION, ForkError, fork
+from reviews import payloads
+from reviews.models import AuditEvent
+from reviews.permissions import can_review
+
+REPLAY = "replay"
+FORK = "fork"
+
+
+def may_fork(user: Any) -> bool:
+    """Whether `user` may replay or fork threads they see."""
+    return can_review(user) and user.has_perm(FORK_PERMISSION)
+
+
+def state_keys(thread: Thread, values: Mapping[str, Any]) -> list[str]:
+    """The keys the fork form offers: the graph's state keys, else the state's own."""
+    graph = registry.compiled_graph(thread.graph, None)
+    return sorted(graph.keys) if graph.keys is not None else sorted(values)
+
+
+def merged_keys(thread: Thread) -> frozenset[str]:
+    """The state keys whose updates go through a reducer."""
+    return frozenset(registry.compiled_graph(thread.graph, None).reducers)
+
+
+class ForkForm(forms.Form):
+    """Replay from a checkpoint, or fork there with edited values (JSON per state key)."""
+
+    checkpoint_id = forms.CharField(max_length=64, widget=forms.HiddenInput)
+    mode = forms.ChoiceField(
+        choices=[(REPLAY, "Replay from here"), (FORK, "Fork with edits")],
+        widget=forms.RadioSelect,
+    )
+    as_node = forms.ChoiceField(required=False, label="Write the edits as node")
+
+    def __init__(
+        self,
+        *args: Any,
+        keys: list[str],
+        nodes: list[str],
+        current: Mapping[str, Any],
+        merged: frozenset[str] = frozenset(),
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        self.keys = keys
+        # A key with a reducer merges what is written into its value (a list appends): its
+        # field starts empty and takes what to add; the others start with their value.
+        self.current = {k: "" if k in merged else payloads.canonical(current.get(k)) for k in keys}
+        self.fields["as_node"].choices = [("", "(as the step's own nodes)")] + [
+            (n, n) for n in nodes
+        ]
+        for position, key in enumerate(keys):
+            shown = json.dumps(current.get(key), ensure_ascii=False)
+            self.fields[f"value_{position}"] = forms.CharField(
+                required=False,
+                label=key,
+                initial="" if key in merged else json.dumps(current.get(key), ensure_ascii=False),
+                help_text=(
+                    f"Merged by the key's reducer: what you enter is added to {shown[:200]}"
+                    if key in merged
+                    else ""
+                ),
+                widget=forms.Textarea(attrs={"rows": 3, "spellcheck": "false"}),
+            )
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        edits: dict[str, Any] = {}
+        for position, key in enumerate(self.keys):
+            text = (cleaned.get(f"value_{position}") or "").strip()
+            if not text:
+                continue
+            try:
+                value = json.loads(text)
+            except ValueError as exc:
+                self.add_error(f"value_{position}", f"Not JSON: {exc}.")
+                continue
+            if payloads.canonical(value) != self.current[key]:
+                edits[key] = value
+        if cleaned.get("mode") == FORK and not edits and not self.errors:
+            raise forms.ValidationError(
+                "Nothing was changed: edit a value to fork, or choose “Replay from here”."
+            )
+        cleaned["edits"] = edits
+        return cleaned
+
+    def widgets(self) -> list[Any]:
+        """The value fields, in state key order (for the template)."""
+        return [self[f"value_{position}"] for position in range(len(self.keys))]
+
+
+@dataclass(frozen=True)
+class ForkOutcome:
+    """What a fork did: `run` on success, else `code` and `message` say why not."""
+
+    code: str
+    message: str
+    run: Run | None = None
+
+
+def fork_thread(user: Any, thread: Thread, cleaned: Mapping[str, Any]) -> ForkOutcome:
+    """Replay or fork `thread` as the valid form's data asks, audited."""
+    edits = dict(cleaned.get("edits") or {}) if cleaned["mode"] == FORK else {}
+    as_node = (cleaned.get("as_node") or None) if edits else None
+    try:
+        made = fork(
+            thread.id, cleaned["checkpoint_id"], user=user, values=edits or None, as_node=as_node
+        )
+    except ForkError as exc:
+        return ForkOutcome("invalid", str(exc))
+    except ThreadBusyError as exc:
+        return ForkOutcome("busy", str(exc))
+    action = "Forked" if edits else "Replayed"
+    AuditEvent.objects.create(
+        actor=user,
+        actor_name=user.get_username(),
+        action=AuditEvent.Action.FORKED,
+        thread_ref=thread.id,
+        graph=thread.graph,
+        summary=f"{action} from checkpoint {made.from_checkpoint[:12]}",
+        message=(
+            f"{action} thread from checkpoint {made.from_checkpoint}"
+            + (f", editing {', '.join(sorted(edits))}" if edits else "")
+            + f"; run {made.run.id}."
+        ),
+        decision={
+            "from_checkpoint": made.from_checkpoint,
+            "written_checkpoint": made.written_checkpoint,
+            "as_node": as_node,
+            "edited": sorted(edits),
+            "run_id": str(made.run.id),
+        },
+        source="web",
+    )
+    return ForkOutcome("accepted", f"{action}: run {str(made.run.id)[:8]} is queued.", made.run)
+
+
+__all__ = ["FORK", "REPLAY", "ForkForm", "ForkOutcome", "fork_thread", "may_fork", "state_keys"]

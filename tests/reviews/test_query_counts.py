@@ -1,0 +1,72 @@
+"""Queries per serving path (issue 16 point 1), so that CI catches a regression without
+timing anything: an interrupt (the start request; the claim and the run to its pause
+with the review item, its audit row and its notification), a live inbox push, and a
+decision POST. Each limit is the count measured when the test was written (transactions'
+BEGIN and COMMIT included; the checkpoint's own writes go through the engine's
+connection and are counted by `bench` as commits per step instead)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from reviews.live.rounds import render_round
+from reviews.models import AuditEvent, ReviewItem
+from tests.reviews.conftest import client_for, form_post, make_reviewer, pause, run_next
+from tests.reviews.test_live_views import inbox_of
+
+# Transactional: the hooks that run on commit run (and are counted) as on a server.
+pytestmark = pytest.mark.django_db(transaction=True)
+
+START_POST = 8
+"""Session, user, permissions (two), the form's graph list, the run and its thread."""
+RUN_TO_PAUSE = 20
+"""The claim; the outcome with its event and the thread's status; the item's locking
+read, its policy, the item, the audit row; the notification's audience (reviewers, their
+groups, the managers; an outbox row per configured channel: none here); the next
+waiting run of the thread."""
+INBOX_PUSH = 11
+"""One socket's re-check; the row and where it is listed; the page's size and the four
+capped counts (the counts and pager partials: the page's rows and the filter menus are
+not read for a push)."""
+DECISION_POST = 33
+"""Session, user, permissions (two), groups; the item and its visibility; the decision
+service (locking reads, the decision, the resume run, the item, the audit row, the
+audience of the DECIDED notification); then the panel it answers with."""
+
+
+@pytest.fixture
+def serving(django_assert_max_num_queries: Any) -> Any:
+    alice = make_reviewer("alice")
+    make_reviewer("bob")
+    pause()  # caches warm, as on a running server
+    client = client_for(alice)
+    client.get("/")
+    return alice, client, django_assert_max_num_queries
+
+
+def test_an_interrupt_costs_a_bounded_number_of_queries(serving: Any) -> None:
+    alice, client, at_most = serving
+    data = {"graph": "tool_review", "input_json": json.dumps({})}
+    with at_most(START_POST):
+        assert client.post("/runs/new/", data).status_code == 302
+    with at_most(RUN_TO_PAUSE):
+        run_next()
+    item = ReviewItem.objects.latest("pk")
+    assert AuditEvent.objects.filter(item=item, action="created").exists()
+    page = inbox_of(alice)
+    with at_most(INBOX_PUSH):
+        (frames,) = render_round([(page, {item.pk: True})])
+    assert f'id="item-row-{item.pk}"' in frames[0]
+
+
+def test_a_decision_post_costs_a_bounded_number_of_queries(serving: Any) -> None:
+    _alice, client, at_most = serving
+    item = pause()
+    fields = form_post(item, **{"d0-type": "approve"})
+    with at_most(DECISION_POST):
+        response = client.post(f"/items/{item.pk}/decide/", fields, HTTP_HX_REQUEST="true")
+    assert response.status_code == 200
+    assert ReviewItem.objects.get(pk=item.pk).status == ReviewItem.Status.DECIDED

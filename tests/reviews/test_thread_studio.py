@@ -1,0 +1,173 @@
+"""The thread page as a studio, through the Django test client: the graph drawn with the
+paused node marked, what is pending at the top, the timeline with readable changes, and
+replaying or forking from a checkpoint for holders of `beamweaver_core.fork_thread`
+only, audited, as a new run on a branch."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import Permission, User
+
+from beamweaver_core.checkpoint import PostgresCheckpointer
+from beamweaver_core.models import Run
+from beamweaver_core.runtime import registry, service
+from reviews.models import AuditEvent
+from reviews.timeline import state_diff
+from tests.reviews.conftest import client_for, make_reviewer, pause, run_next
+
+pytestmark = pytest.mark.django_db
+
+
+def forker(name: str) -> User:
+    user = make_reviewer(name)
+    user.user_permissions.add(Permission.objects.get(codename="fork_thread"))
+    return User.objects.get(pk=user.pk)
+
+
+def finished_steps(thread_id: str) -> list[Any]:
+    service.start_run("steps", {"log": []}, thread_id=thread_id)
+    assert run_next().status == "succeeded"
+    graph = registry.compiled_graph("steps", PostgresCheckpointer())
+    return list(graph.get_state_history({"configurable": {"thread_id": thread_id}}))
+
+
+def checkpoint_id(snapshot: Any) -> str:
+    return str(snapshot.config["configurable"]["checkpoint_id"])
+
+
+def test_a_paused_thread_shows_its_graph_its_paused_node_and_what_it_waits_for(
+    alice: User,
+) -> None:
+    item = pause()
+
+    html = client_for(alice).get(f"/threads/{item.thread_id}/").content.decode()
+
+    assert '<svg xmlns="http://www.w3.org/2000/svg" class="graph-drawing" id="graph-root"' in html
+    assert re.search(r'<g class="node is-paused on-path" data-node="propose">', html)
+    assert "⏸ review of send_email" in html
+    pending = html[html.index('id="thread-items"') : html.index("All review items")]
+    assert f'href="/items/{item.pk}/">review item #{item.pk}</a>' in pending
+    assert "waits for any reviewer" in pending
+    assert html.index('id="thread-items"') < html.index('id="thread-state"')
+
+
+def test_the_timeline_says_what_caused_each_step_and_what_changed(alice: User) -> None:
+    finished_steps("studio-1")
+
+    html = client_for(alice).get("/threads/studio-1/").content.decode()
+
+    timeline = html[html.index('id="thread-history"') :]
+    assert "Ran s2" in timeline and "Input" in timeline
+    assert re.search(r"<code>log</code> appended\s*<ins>2</ins>", timeline)
+    assert "Replay from here" not in timeline  # alice may not time travel
+
+
+def test_a_state_diff_lists_appended_items_and_changed_fields() -> None:
+    before = {"messages": [{"role": "user", "content": "hi"}], "n": 1, "gone": True}
+    after = {
+        "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}],
+        "n": 2,
+        "new": {"a": 1},
+    }
+
+    assert state_diff(before, after) == [
+        {"field": "gone", "change": "removed", "before": "true", "after": None},
+        {"field": "messages", "change": "appended", "before": None, "after": "assistant: hello"},
+        {"field": "n", "change": "changed", "before": "1", "after": "2"},
+        {"field": "new", "change": "added", "before": None, "after": '{"a": 1}'},
+    ]
+
+
+def test_forking_needs_the_permission(alice: User) -> None:
+    snapshots = finished_steps("studio-2")
+    at = checkpoint_id(snapshots[3])
+    client = client_for(alice)
+
+    page = client.get(f"/fork/{at}/studio-2/")
+    post = client.post(f"/fork/{at}/studio-2/", {"checkpoint_id": at, "mode": "replay"})
+
+    assert page.status_code == post.status_code == 403
+    assert "Can replay or fork a thread from a past checkpoint" in page.content.decode()
+    assert Run.objects.filter(thread_id="studio-2").count() == 1
+    assert not AuditEvent.objects.filter(action="forked").exists()
+
+
+def test_a_fork_with_an_edited_value_is_audited_and_runs_as_a_branch(db: Any) -> None:
+    carol = forker("carol")
+    snapshots = finished_steps("studio-3")
+    at = checkpoint_id(next(s for s in snapshots if s.values.get("log") == [0, 1, 2]))
+    client = client_for(carol)
+    form = client.get(f"/fork/{at}/studio-3/").content.decode()
+    assert 'name="value_0"' in form and "<code>log</code>" in form
+    assert "Merged by the key&#x27;s reducer: what you enter is added to [0, 1, 2]" in form
+
+    bad = client.post(
+        f"/fork/{at}/studio-3/", {"checkpoint_id": at, "mode": "fork", "value_0": "[1,"}
+    )
+    unchanged = client.post(
+        f"/fork/{at}/studio-3/", {"checkpoint_id": at, "mode": "fork", "value_0": ""}
+    )
+    done = client.post(
+        f"/fork/{at}/studio-3/",
+        {"checkpoint_id": at, "mode": "fork", "value_0": "[7]", "as_node": "s2"},
+    )
+
+    assert bad.status_code == unchanged.status_code == 422
+    assert "Not JSON" in bad.content.decode()
+    assert "Nothing was changed" in unchanged.content.decode()
+    assert done.status_code == 302 and done["Location"] == "/threads/studio-3/"
+    run = Run.objects.get(thread_id="studio-3", status="queued")
+    event = AuditEvent.objects.get(action="forked")
+    assert (event.actor_name, event.thread_ref, event.decision["from_checkpoint"]) == (
+        "carol",
+        "studio-3",
+        at,
+    )
+    assert event.decision["edited"] == ["log"] and event.decision["run_id"] == str(run.id)
+    assert run_next().status == "succeeded"
+    graph = registry.compiled_graph("steps", PostgresCheckpointer())
+    latest = graph.get_state({"configurable": {"thread_id": "studio-3"}})
+    assert latest.values["log"] == [0, 1, 2, 7, 3, 4, 5]
+    html = client.get("/threads/studio-3/").content.decode()
+    timeline = html[html.index('id="thread-history"') :]
+    assert "carol edited the state (fork as s2)" in timeline
+    assert "branch 1" in timeline and "forked from" in timeline
+    assert "Replay from here" in timeline
+
+
+def test_a_replay_from_the_timeline_is_a_new_run(db: Any) -> None:
+    carol = forker("carol")
+    snapshots = finished_steps("studio-4")
+    at = checkpoint_id(snapshots[2])
+
+    response = client_for(carol).post(
+        f"/fork/{at}/studio-4/", {"checkpoint_id": at, "mode": "replay"}
+    )
+
+    assert response.status_code == 302
+    assert Run.objects.filter(thread_id="studio-4", status="queued").count() == 1
+    assert AuditEvent.objects.get(action="forked").summary == f"Replayed from checkpoint {at[:12]}"
+    assert client_for(carol).get("/fork/nope/studio-4/").status_code == 404
+
+
+def test_the_demos_threads_show_their_graph_and_history(alice: User) -> None:
+    from beamweaver_core.management.commands.demo import DEMO_REQUESTS
+
+    service.start_run(
+        "ops_assistant", {"messages": [{"role": "user", "content": DEMO_REQUESTS[0]}]}
+    )
+    run = run_next()
+    assert run.status == "interrupted", run.error
+
+    html = client_for(alice).get(f"/threads/{run.thread_id}/").content.decode()
+
+    assert re.search(r'<g class="node[^"]*" data-node="model">', html)
+    assert re.search(r'<g class="node[^"]*" data-node="tools">', html)
+    assert re.search(r'class="edge edge-conditional[^"]*"', html)
+    assert "is-paused" in html
+    timeline = html[html.index('id="thread-history"') :]
+    assert "Input" in timeline and "Ran model" in timeline
+    assert "appended" in timeline and "assistant:" in timeline
