@@ -278,9 +278,8 @@ class AuditEventQuerySet(models.QuerySet["AuditEvent"]):
         source: str,
         **extra: Any,
     ) -> AuditEvent:
-        """Append an event about `item` (None: no item) by `actor` (None: the system),
-        with the item's identifiers copied so the record outlives it; `extra` sets (or
-        overrides) other fields. The one way audit events are written."""
+        """The one way to append an audit event: about `item` (None: no item) by `actor`
+        (None: the system), the item's ids copied so it outlives it; `extra`: other fields."""
         fields: dict[str, Any] = {
             "actor": actor,
             "actor_name": actor.get_username() if actor is not None else "",
