@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("reviews", "0005_inbox_at_scale"),
+        ("reviews", "0006_item_summary"),
     ]
 
     operations = [
