@@ -2,7 +2,7 @@
 
 Static files are served by the same process (fine for one machine; behind a proxy in
 production, run `collectstatic` and let the proxy serve `STATIC_ROOT`). Client websocket
-frames are small presence pings, so their size limit is far below daphne's 1 MiB default.
+messages are limited to `BEAMWEAVER["WEBSOCKET_MAX_MESSAGE"]` (`beamweaver_core.conf`).
 It serves the project's `ASGI_APPLICATION` (a host project's own, too). The access log
 (`beamweaver_core.access`) is written by `observability.asgi.RequestContext`, with each
 request's id and its secret query parameters withheld.
@@ -12,9 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from beamweaver_core.conf import conf
 from beamweaver_core.observability.asgi import RequestContext
-
-WEBSOCKET_MAX_MESSAGE = 64 * 1024
 
 
 def serve(host: str, port: int, *, ready: Callable[[], None] | None = None) -> None:
@@ -29,8 +28,8 @@ def serve(host: str, port: int, *, ready: Callable[[], None] | None = None) -> N
         application=application,
         endpoints=build_endpoint_description_strings(host=host, port=port),
         signal_handlers=True,
-        websocket_max_message_size=WEBSOCKET_MAX_MESSAGE,
-        websocket_max_frame_size=WEBSOCKET_MAX_MESSAGE,
+        websocket_max_message_size=conf.websocket_max_message,
+        websocket_max_frame_size=conf.websocket_max_message,
         ready_callable=ready,
         verbosity=0,
     ).run()

@@ -8,7 +8,7 @@ anyone end what they could not have ended otherwise. A user who may see the thre
 - the run's **requester** (`Run.requester_id`: who started the thread's work, the same
   person the no-self-approval rule names);
 - a reviewer who may **reject every pending item** of the thread right now (a decider of
-  each, and none claimed by someone else: `permissions.decision_refusal`), since a
+  each, and none claimed by someone else: `rules.decision_refusal`), since a
   cancel then rejects nothing they could not reject; or
 - a holder of **`beamweaver_core.cancel_run`** ("Can cancel any run"): operators, and the
   only right the admin's cancel action accepts.
@@ -27,7 +27,8 @@ from beamweaver_core.exceptions import BeamWeaverError
 from beamweaver_core.models import Run, Thread
 from beamweaver_core.runtime import service as runtime_service
 from reviews.models import ReviewItem
-from reviews.permissions import Refusal, can_review, decision_refusal, visible_threads
+from reviews.permissions import can_review, visible_threads
+from reviews.rules import Refusal, decision_refusal
 
 CANCEL_PERMISSION = "beamweaver_core.cancel_run"
 ACTIVE = (Run.Status.QUEUED, Run.Status.RUNNING, Run.Status.INTERRUPTED)

@@ -1,7 +1,7 @@
 """Claim, release and reassign review items: who is working on an item.
 
 A claim says "I am deciding this one": while an item is claimed, only its claimer may
-decide it (`reviews.permissions.decision_refusal`). Claiming is for items one reviewer
+decide it (`reviews.rules.decision_refusal`). Claiming is for items one reviewer
 decides; an item that needs several approvals cannot be claimed (it can be reassigned).
 Each change locks the item, so of two reviewers claiming at once exactly one wins; it is
 audited and pushed to every open page at once.

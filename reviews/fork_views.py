@@ -15,7 +15,8 @@ from beamweaver_core.exceptions import CheckpointNotFoundError
 from beamweaver_core.redaction import redact
 from beamweaver_core.runtime import registry
 from reviews import forking, payloads
-from reviews.permissions import reviewer_required, visible_threads
+from reviews.decorators import reviewer_required
+from reviews.permissions import visible_threads
 
 REFUSED_STATUS = {"invalid": 422, "busy": 409}
 

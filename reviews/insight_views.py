@@ -13,8 +13,8 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods
 
 from reviews import analytics, charts, simulation
+from reviews.decorators import reviewer_required
 from reviews.models import ReviewItem
-from reviews.permissions import reviewer_required
 
 
 def _days(request: HttpRequest) -> int:

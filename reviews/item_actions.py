@@ -13,8 +13,8 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from reviews import claims, deadlines, partials
+from reviews.decorators import reviewer_required
 from reviews.models import ReviewItem
-from reviews.permissions import reviewer_required
 
 EXTEND_CHOICES_HOURS = (1, 4, 24, 72)
 REFUSAL_HEADER = "X-BeamWeaver-Refusal"

@@ -15,7 +15,8 @@ from beamweaver_core.models import Run, Thread
 from beamweaver_core.users import username_path
 from reviews import cancelling, inbox, quorum, reasons, threads
 from reviews.models import Decision, ReviewItem, ReviewPresence
-from reviews.permissions import can_manage, decision_offer, is_decider, reviewers
+from reviews.permissions import can_manage, is_decider, reviewers
+from reviews.rules import decision_offer
 from reviews.thread_studio import ThreadStudio
 
 PRESENCE_TTL = timedelta(seconds=60)

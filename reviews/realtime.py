@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from django.db import transaction
 
-from beamweaver_core.runtime.groups import INBOX_GROUP, review_item_group, thread_group
+from beamweaver_core.runtime.groups import thread_group
 from beamweaver_core.runtime.publish import group_send
+from reviews.groups import INBOX_GROUP, review_item_group
 
 CREATED = "review.created"
 UPDATED = "review.updated"

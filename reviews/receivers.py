@@ -86,17 +86,8 @@ def _cancel(stale: list[ReviewItem], *, reason: str) -> None:
         item.status = ReviewItem.Status.CANCELLED
         item.status_reason = reason
         item.save(update_fields=["status", "status_reason", "updated_at"])
-        AuditEvent.objects.create(
-            at=now,
-            action=AuditEvent.Action.CANCELLED,
-            item=item,
-            item_ref=str(item.pk),
-            thread_ref=item.thread_id,
-            graph=item.graph,
-            interrupt_id=item.interrupt_id,
-            digest_current=item.digest,
-            message=reason,
-            source="runtime",
+        AuditEvent.objects.about(
+            item, AuditEvent.Action.CANCELLED, reason, source="runtime", at=now, summary=""
         )
         realtime.announce(realtime.CANCELLED, item.pk, item.thread_id)
 
@@ -152,17 +143,8 @@ def requester(run: Run) -> int | None:
 
 
 def _audit(item: ReviewItem, action: str, message: str) -> None:
-    AuditEvent.objects.create(
-        action=action,
-        item=item,
-        item_ref=str(item.pk),
-        thread_ref=item.thread_id,
-        graph=item.graph,
-        interrupt_id=item.interrupt_id,
-        digest_current=item.digest,
-        summary=item.get_kind_display(),
-        message=message,
-        source="runtime",
+    AuditEvent.objects.about(
+        item, action, message, source="runtime", summary=item.get_kind_display()
     )
 
 

@@ -35,107 +35,31 @@ refusal is appended to the audit log as well.
 from __future__ import annotations
 
 import logging
-import re
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from django.db import IntegrityError, transaction
-from django.utils import timezone
 
-from beamweaver_core.agent import HITL
-from beamweaver_core.exceptions import BeamWeaverError, InvalidDecisionError, NotAReviewError
+from beamweaver_core.exceptions import BeamWeaverError
 from beamweaver_core.models import Run
 from beamweaver_core.runtime import service as runtime_service
-from reviews import payloads, quorum, realtime, reasons
-from reviews.diffs import args_diff
+from reviews import answers, outcomes, payloads, quorum, realtime
 from reviews.models import Approval, AuditEvent, Decision, NotificationEvent, ReviewItem
 from reviews.notifications import notify
-from reviews.permissions import decision_refusal
+from reviews.outcomes import DecisionOutcome, DecisionRequest
+from reviews.rules import decision_refusal
 
 logger = logging.getLogger(__name__)
 
-_CLIENT_ID = re.compile(r"^[A-Za-z0-9._:-]{1,64}$")
-_DIGEST = re.compile(r"^[0-9a-f]{64}$")
-MAX_NOTE_CHARS = 10_000
-BREAKPOINT_TAKES_NO_ANSWER = (
-    "A breakpoint takes no answer: continue it with null (no value), or cancel its run."
+
+KEY_REUSED_ANSWER = (
+    "This decision id was already used for a different answer; reload the item and decide again."
 )
+KEY_REUSED_ITEM = "This decision id was already used for another item; reload and decide again."
 
 
-@dataclass(frozen=True)
-class DecisionRequest:
-    """An answer to a review item, as a reviewer (or a command) sent it.
-
-    `answer` is `{"decisions": [...]}` (or the bare list) for a tool review, any JSON value
-    for a plain interrupt, and `None` for a breakpoint (continuing takes no value; any
-    other value is refused, as the engine refuses it).
-    `problems` carries what the caller's parsing already refused (form fields, JSON text),
-    reported together with the validator's problems if nothing else refuses first.
-    `note` is the reviewer's private note (kept for the audit, never sent to the run);
-    `reason` a preset rejection reason code (`reviews.reasons`).
-    """
-
-    item_id: Any
-    user: Any
-    client_decision_id: str
-    digest: str
-    answer: Any = None
-    interrupt_id: str | None = None
-    problems: Sequence[Mapping[str, Any]] = ()
-    source: str = Decision.Source.WEB
-    note: str = ""
-    reason: str = ""
-
-
-@dataclass(frozen=True)
-class DecisionOutcome:
-    """What happened to a decision request; `status` is the HTTP status to answer with."""
-
-    status: int
-    code: str
-    message: str
-    item: ReviewItem | None = None
-    decision: Decision | None = None
-    problems: tuple[dict[str, Any], ...] = field(default_factory=tuple)
-    replayed: bool = False
-
-    @property
-    def accepted(self) -> bool:
-        return self.status == 200
-
-    @property
-    def recorded(self) -> bool:
-        """The answer was stored: a decision, or one approval of several."""
-        return self.status in (200, 202)
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready summary (for commands and APIs)."""
-        data: dict[str, Any] = {
-            "status": self.status,
-            "code": self.code,
-            "message": self.message,
-            "replayed": self.replayed,
-        }
-        if self.item is not None:
-            data["item"] = {
-                "id": self.item.pk,
-                "thread_id": self.item.thread_id,
-                "interrupt_id": self.item.interrupt_id,
-                "status": self.item.status,
-                "required_approvals": self.item.required_approvals,
-                "approvals": len(quorum.counted(self.item)),
-            }
-        if self.decision is not None:
-            data["decision"] = {
-                "summary": self.decision.summary,
-                "by": self.decision.user.get_username(),
-                "at": self.decision.created_at.isoformat(),
-                "resume_run": str(self.decision.resume_run_id or ""),
-            }
-        if self.problems:
-            data["problems"] = list(self.problems)
-        return data
+def _key_reused(request: DecisionRequest, item: ReviewItem, message: str) -> DecisionOutcome:
+    """The one `key_reused` refusal: the user's client decision id names another answer."""
+    return outcomes.refuse(request, item, 422, "key_reused", message)
 
 
 class _RunChanged(Exception):
@@ -165,7 +89,9 @@ def _decide(request: DecisionRequest) -> DecisionOutcome:
         # only those who may see the item read the attempt (`visible_audit`); the answer
         # stays the 404 of an item that does not exist.
         hidden = ReviewItem.objects.filter(pk=item_id).first() if item_id is not None else None
-        return _refuse(request, None, 404, "not_found", "No such review item.", audited=hidden)
+        return outcomes.refuse(
+            request, None, 404, "not_found", "No such review item.", audited=hidden
+        )
     # Lock order (run, then item) matches the runtime's (cancel_run and the worker lock
     # the run before the signal receivers touch its items), so no deadlock, and a cancel
     # racing this decision waits for it or is waited for.
@@ -173,7 +99,7 @@ def _decide(request: DecisionRequest) -> DecisionOutcome:
     item = ReviewItem.objects.select_for_update().get(pk=item_id)
     if item.run_id != run.pk:
         raise _RunChanged
-    body_json = _body_json(request.answer)
+    body_json = answers.body_json(request.answer)
 
     replay = _replayed_approval(request, item, body_json)
     if replay is not None:
@@ -193,21 +119,14 @@ def _decide(request: DecisionRequest) -> DecisionOutcome:
                 decision=prior,
                 replayed=True,
             )
-        return _refuse(
-            request,
-            item,
-            422,
-            "key_reused",
-            "This decision id was already used for a different answer; reload the item and "
-            "decide again.",
-        )
+        return _key_reused(request, item, KEY_REUSED_ANSWER)
 
     if item.status == ReviewItem.Status.DECIDED:
         decision = Decision.objects.select_related("user").filter(item=item).first()
         who = _who(decision, request.user)
         when = decision.created_at.strftime("%Y-%m-%d %H:%M:%S UTC") if decision else "earlier"
         what = decision.summary if decision else "a decision"
-        return _refuse(
+        return outcomes.refuse(
             request,
             item,
             409,
@@ -217,16 +136,18 @@ def _decide(request: DecisionRequest) -> DecisionOutcome:
         )
     if item.status in (ReviewItem.Status.CANCELLED, ReviewItem.Status.EXPIRED):
         reason = item.status_reason or item.status
-        return _refuse(
+        return outcomes.refuse(
             request, item, 410, "gone", f"This item is {item.status} ({reason}); nothing to decide."
         )
     if run.status == Run.Status.CANCELLED:
-        return _refuse(request, item, 410, "gone", "The run was cancelled; nothing to decide.")
+        return outcomes.refuse(
+            request, item, 410, "gone", "The run was cancelled; nothing to decide."
+        )
     refusal = decision_refusal(request.user, item, executes=False)
     if refusal is not None:
-        return _refuse(request, item, refusal.status, refusal.code, refusal.message)
+        return outcomes.refuse(request, item, refusal.status, refusal.code, refusal.message)
     if request.interrupt_id is not None and request.interrupt_id != item.interrupt_id:
-        return _refuse(
+        return outcomes.refuse(
             request,
             item,
             409,
@@ -234,9 +155,9 @@ def _decide(request: DecisionRequest) -> DecisionOutcome:
             "This answer is for another interrupt than the one pending; reload the item.",
         )
 
-    id_problems = _check_ids(request)
+    id_problems = answers.check_ids(request.client_decision_id, request.digest)
     if id_problems:
-        return _refuse(
+        return outcomes.refuse(
             request,
             item,
             422,
@@ -245,7 +166,7 @@ def _decide(request: DecisionRequest) -> DecisionOutcome:
             problems=[*id_problems, *(dict(p) for p in request.problems)],
         )
     if request.digest != item.digest:
-        return _refuse(
+        return outcomes.refuse(
             request,
             item,
             409,
@@ -255,10 +176,10 @@ def _decide(request: DecisionRequest) -> DecisionOutcome:
     executes = quorum.executes(item, request.answer)
     refusal = decision_refusal(request.user, item, executes=executes)
     if refusal is not None:
-        return _refuse(request, item, refusal.status, refusal.code, refusal.message)
+        return outcomes.refuse(request, item, refusal.status, refusal.code, refusal.message)
     voting = quorum.applies(item) and executes
     if voting and any(a.user_id == request.user.pk for a in quorum.counted(item)):
-        return _refuse(
+        return outcomes.refuse(
             request,
             item,
             409,
@@ -269,15 +190,15 @@ def _decide(request: DecisionRequest) -> DecisionOutcome:
     answer, diff, summary = None, None, ""
     problems = [dict(p) for p in request.problems]
     if not problems:
-        answer, diff, summary, problems = _validate(item, request.answer, request.reason)
+        answer, diff, summary, problems = answers.validate(item, request.answer, request.reason)
     if not problems:
-        problems = _note_problems(request)
+        problems = answers.note_problems(request.note, request.reason)
     if not problems and quorum.applies(item) and answer is not None:
         reason = quorum.problem(item, answer["decisions"]) if "decisions" in answer else None
         if reason:
-            problems = [_problem(None, "answer", reason)]
+            problems = [answers.problem(None, "answer", reason)]
     if problems:
-        return _refuse(
+        return outcomes.refuse(
             request,
             item,
             422,
@@ -315,14 +236,7 @@ def _replayed_approval(
             item=item,
             replayed=True,
         )
-    return _refuse(
-        request,
-        item,
-        422,
-        "key_reused",
-        "This decision id was already used for a different answer; reload the item and "
-        "decide again.",
-    )
+    return _key_reused(request, item, KEY_REUSED_ANSWER)
 
 
 def _vote(request: DecisionRequest, item: ReviewItem, body_json: str) -> list[Approval]:
@@ -351,27 +265,9 @@ def _vote_recorded(
         f"waiting for {left} more from other reviewers."
     )
     item.save(update_fields=["updated_at"])
-    _audit(request, item, AuditEvent.Action.APPROVED, 202, message, summary="approve")
+    outcomes.audit(request, item, AuditEvent.Action.APPROVED, 202, message, summary="approve")
     realtime.announce(realtime.UPDATED, item.pk, item.thread_id)
     return DecisionOutcome(202, "approval_recorded", message, item=item)
-
-
-def _note_problems(request: DecisionRequest) -> list[dict[str, Any]]:
-    problems = []
-    if len(request.note) > MAX_NOTE_CHARS:
-        problems.append(
-            _problem(None, "note", f"The note is longer than {MAX_NOTE_CHARS} characters.")
-        )
-    try:
-        payloads.check_value(request.note, what="The note")
-    except payloads.PayloadError as exc:
-        problems.append(_problem(None, "note", str(exc)))
-    if request.reason and reasons.reason(request.reason) is None:
-        known = ", ".join(r.code for r in reasons.rejection_reasons())
-        problems.append(
-            _problem(None, "reason", f"Unknown rejection reason {request.reason!r}; use {known}.")
-        )
-    return problems
 
 
 def _accept(
@@ -396,8 +292,8 @@ def _accept(
                 source=request.source,
                 note=request.note,
                 reason_code=request.reason,
-                decision_types=_types(answer),
-                bindings=_bindings(answer),
+                decision_types=answers.decision_types(answer),
+                bindings=answers.bindings(answer),
                 policy_version=item.policy_version,
             )
             resume = runtime_service.resume_thread(
@@ -406,20 +302,14 @@ def _accept(
             decision.resume_run = resume
             decision.save(update_fields=["resume_run"])
     except IntegrityError:
-        return _refuse(
-            request,
-            item,
-            422,
-            "key_reused",
-            "This decision id was already used for another item; reload and decide again.",
-        )
+        return _key_reused(request, item, KEY_REUSED_ITEM)
     except (BeamWeaverError, LookupError, ValueError) as exc:
         logger.warning("Resume of %s refused: %s", item.thread_id, exc)
-        return _refuse(request, item, 409, "busy", f"The run could not be resumed: {exc}")
+        return outcomes.refuse(request, item, 409, "busy", f"The run could not be resumed: {exc}")
     item.status = ReviewItem.Status.DECIDED
     item.decided_at = decision.created_at
     item.save(update_fields=["status", "decided_at", "updated_at"])
-    _audit(
+    outcomes.audit(
         request,
         item,
         AuditEvent.Action.DECIDED,
@@ -441,191 +331,12 @@ def _accept(
     )
 
 
-def _types(answer: Any) -> list[str]:
-    if isinstance(answer, dict) and isinstance(answer.get("decisions"), list):
-        return [d["type"] for d in answer["decisions"]]
-    return []
-
-
-def _bindings(answer: Any) -> list[dict[str, Any]] | None:
-    found = [
-        {"index": index, "digest": d["binding"]}
-        for index, d in enumerate(answer.get("decisions", []) if isinstance(answer, dict) else [])
-        if "binding" in d
-    ]
-    return found or None
-
-
-def _validate(
-    item: ReviewItem, answer: Any, reason_code: str = ""
-) -> tuple[Any, Any, str, list[dict[str, Any]]]:
-    """The resume value (approvals and edits bound to what executes, preset reasons
-    applied), the diff of edits, a summary, and the problems (if any)."""
-    if item.kind == ReviewItem.Kind.BREAKPOINT:
-        if answer is not None:  # it would be discarded, as the engine refuses it
-            return None, None, "", [_problem(None, "answer", BREAKPOINT_TAKES_NO_ANSWER)]
-        return None, None, "continue", []
-    try:
-        payloads.check_value(answer)
-        size = len(payloads.canonical(answer).encode())
-    except (payloads.PayloadError, ValueError) as exc:
-        return None, None, "", [_problem(None, "answer", str(exc))]
-    if item.kind == ReviewItem.Kind.INTERRUPT:
-        if size > payloads.MAX_ANSWER_BYTES:
-            return None, None, "", [_problem(None, "answer", "The answer is larger than 64 KiB.")]
-        return answer, None, "answer", []
-    try:
-        review = HITL.from_value(item.payload, item.interrupt_id)
-    except NotAReviewError as exc:
-        return None, None, "", [_problem(None, "answer", str(exc))]
-    try:
-        decisions = HITL.validate_decisions(review, answer)
-    except InvalidDecisionError as exc:
-        return None, None, "", [dict(p) for p in exc.problems]
-    problems: list[dict[str, Any]] = []
-    diff: list[dict[str, Any]] = []
-    for index, (chosen, action) in enumerate(zip(decisions, review.action_requests, strict=True)):
-        if chosen["type"] != "edit":
-            continue
-        args = chosen["edited_action"]["args"]
-        if len(payloads.canonical(args).encode()) > payloads.MAX_ANSWER_BYTES:
-            problems.append(
-                _problem(index, "edited_action.args", "The edited arguments exceed 64 KiB.")
-            )
-            continue
-        changes = args_diff(action.args, args)
-        if changes:
-            diff.append({"index": index, "tool": action.name, "changes": changes})
-    preset = reasons.reason(reason_code) if reason_code else None
-    if preset is not None:
-        decisions = tuple(
-            {**d, "message": preset.message}
-            if d["type"] == "reject" and not d.get("message")
-            else d
-            for d in decisions
-        )
-    summary = ", ".join(d["type"] for d in decisions)
-    bound = HITL.bind_decisions(review, decisions)
-    return {"decisions": list(bound)}, diff or None, summary, problems
-
-
-def _check_ids(request: DecisionRequest) -> list[dict[str, Any]]:
-    problems = []
-    if not _CLIENT_ID.match(request.client_decision_id or ""):
-        problems.append(
-            _problem(
-                None,
-                "client_decision_id",
-                "A client decision id (1-64 letters, digits, '.', '_', ':' or '-') is required.",
-            )
-        )
-    if not _DIGEST.match(request.digest or ""):
-        problems.append(
-            _problem(None, "digest", "The digest of the payload you reviewed is required.")
-        )
-    return problems
-
-
-def _problem(index: int | None, field_name: str, message: str) -> dict[str, Any]:
-    return {"index": index, "field": field_name, "message": message}
-
-
-def _body_json(answer: Any) -> str:
-    try:
-        return payloads.canonical(answer)
-    except (ValueError, TypeError):
-        return payloads.canonical(repr(answer))
-
-
 def _who(decision: Decision | None, user: Any) -> str:
     if decision is None:
         return "another reviewer"
     if decision.user_id == getattr(user, "pk", None):
         return "you"
     return decision.user.get_username()
-
-
-def _refuse(
-    request: DecisionRequest,
-    item: ReviewItem | None,
-    status: int,
-    code: str,
-    message: str,
-    *,
-    problems: Sequence[Mapping[str, Any]] = (),
-    decision: Decision | None = None,
-    audited: ReviewItem | None = None,
-) -> DecisionOutcome:
-    """The refusal, audited against `item` (or `audited`, an item the caller must not
-    be told about)."""
-    _audit(
-        request,
-        item or audited,
-        AuditEvent.Action.REFUSED,
-        status,
-        f"{code}: {message}",
-        summary=code,
-        decision=_jsonable_or_none(request.answer),
-        problems=problems,
-    )
-    return DecisionOutcome(
-        status,
-        code,
-        message,
-        item=item,
-        decision=decision,
-        problems=tuple(dict(p) for p in problems),
-    )
-
-
-def _jsonable_or_none(value: Any) -> Any:
-    try:
-        payloads.check_value(value)
-        text = payloads.canonical(value)
-    except (payloads.PayloadError, ValueError, TypeError):
-        return None
-    if len(text) > payloads.MAX_ANSWER_BYTES:
-        return None
-    return value
-
-
-def _audit(
-    request: DecisionRequest,
-    item: ReviewItem | None,
-    action: str,
-    status: int,
-    message: str,
-    *,
-    summary: str = "",
-    decision: Any = None,
-    diff: Any = None,
-    problems: Sequence[Mapping[str, Any]] = (),
-    note: str = "",
-) -> None:
-    user = request.user if getattr(request.user, "pk", None) is not None else None
-    if problems:
-        message += "\n" + "\n".join(str(p.get("message", "")) for p in problems)
-    AuditEvent.objects.create(
-        at=timezone.now(),
-        actor=user,
-        actor_name=user.get_username() if user is not None else "",
-        action=action,
-        item=item,
-        item_ref=str(item.pk if item is not None else request.item_id)[:40],
-        thread_ref=item.thread_id if item is not None else "",
-        graph=item.graph if item is not None else "",
-        interrupt_id=item.interrupt_id if item is not None else "",
-        digest_seen=(request.digest or "")[:64],
-        digest_current=item.digest if item is not None else "",
-        client_decision_id=(request.client_decision_id or "")[:64],
-        summary=summary[:200],
-        decision=decision,
-        diff=diff,
-        status_code=status,
-        message=message[:10_000],
-        note=note,
-        source=request.source,
-    )
 
 
 __all__ = ["DecisionOutcome", "DecisionRequest", "decide"]

@@ -29,10 +29,22 @@ from django_htmx.http import retarget
 from beamweaver_core.exceptions import BeamWeaverError
 from beamweaver_core.redaction import redact, redact_text
 from beamweaver_core.runtime import service as runtime_service
-from reviews import batch, cancelling, forms, inbox, partials, reasons, reveal, services, threads
+from reviews import (
+    batch,
+    cancelling,
+    forms,
+    inbox,
+    partials,
+    reasons,
+    reveal,
+    review_form,
+    services,
+    threads,
+)
 from reviews.converters import thread_segment
+from reviews.decorators import reviewer_required
 from reviews.models import AuditEvent, NotificationPreference, ReviewItem
-from reviews.permissions import can_reveal, reviewer_required, visible_audit, visible_threads
+from reviews.permissions import can_reveal, visible_audit, visible_threads
 
 AUDIT_PAGE_SIZE = 50
 
@@ -159,13 +171,13 @@ def _item_page(
     request: HttpRequest,
     item: ReviewItem,
     *,
-    form: forms.ReviewForm | None = None,
+    form: review_form.ReviewForm | None = None,
     outcome: services.DecisionOutcome | None = None,
     status: int = 200,
     reveal: bool = False,
 ) -> HttpResponse:
     context = partials.item_context(item, request.user)
-    form = form or forms.review_form(item, request.user, reveal=reveal)
+    form = form or review_form.review_form(item, request.user, reveal=reveal)
     context.update(
         {
             "form": form,
@@ -219,8 +231,8 @@ def decide_view(request: HttpRequest, pk: int) -> HttpResponse:
             )
         )
         raise Http404("No such review item.")
-    form = forms.review_form(item, request.user)
-    decision = forms.decision_request(item, data, request.user, form)
+    form = review_form.review_form(item, request.user)
+    decision = review_form.decision_request(item, data, request.user, form)
     undecodable = _encoding_problems(request)
     if undecodable:  # refused by the service like the API's undecodable body
         decision = dataclasses.replace(decision, problems=[*undecodable, *decision.problems])
@@ -233,7 +245,7 @@ def decide_view(request: HttpRequest, pk: int) -> HttpResponse:
         return HttpResponseRedirect(reverse("reviews:item", args=[item.pk]))
     bound = None
     if outcome.status == 422 and item.is_pending:
-        bound = forms.review_form(item, request.user, data, outcome.problems)
+        bound = review_form.review_form(item, request.user, data, outcome.problems)
     response = _item_page(request, item, form=bound, outcome=outcome, status=outcome.status)
     if outcome.status == 403:
         # A policy refusal to show in place, not a lost session (reviews/static/beamweaver/js/beamweaver.js).
@@ -266,7 +278,7 @@ def preview_edit_view(request: HttpRequest, pk: int, index: int) -> HttpResponse
     if data is None:
         return _too_large()
     item = _item_or_404(request, pk)
-    form = forms.review_form(item, request.user, data)
+    form = review_form.review_form(item, request.user, data)
     if not 0 <= index < len(form.actions):
         raise Http404("No such action.")
     card = form.actions[index]
@@ -278,7 +290,7 @@ def preview_edit_view(request: HttpRequest, pk: int, index: int) -> HttpResponse
         )
         response["X-BeamWeaver-Refusal"] = form.offer.why or "not_allowed"
         return response
-    forms.preview(card, data)
+    review_form.preview(card, data)
     if request.htmx:
         return render(
             request,

@@ -14,10 +14,10 @@ import logging
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from django.conf import settings
 from django.db import DatabaseError, connection, transaction
 from prometheus_client.core import GaugeMetricFamily, Metric
 
+from beamweaver_core.conf import conf
 from beamweaver_core.models import WorkerHeartbeat
 
 logger = logging.getLogger(__name__)
@@ -75,7 +75,7 @@ def runtime_metrics(cursor: Any) -> Iterator[Metric]:
     expired.add_metric([], stuck)
     yield from (runs, depth, oldest, expired)
 
-    interval = float(settings.BEAMWEAVER.get("HEARTBEAT_SECONDS", 5))
+    interval = conf.heartbeat_seconds
     beats = GaugeMetricFamily(
         "beamweaver_worker_heartbeat_age_seconds",
         "Seconds since each running worker's last heartbeat (workers stopped cleanly, or "

@@ -7,9 +7,6 @@ import hashlib
 RUNS_CHANNEL = "beamweaver.runs"
 """Workers listen here for "run queued" hints."""
 
-INBOX_GROUP = "inbox"
-"""Every open inbox: review items created, claimed, decided."""
-
 
 def thread_group(thread_id: str) -> str:
     """The group of one thread's live page (run progress, state).
@@ -21,9 +18,4 @@ def thread_group(thread_id: str) -> str:
     return f"thread.{digest}"
 
 
-def review_item_group(item_id: int | str) -> str:
-    """Presence on one review item ("who else is looking at this")."""
-    return f"review.{item_id}"
-
-
-__all__ = ["INBOX_GROUP", "RUNS_CHANNEL", "review_item_group", "thread_group"]
+__all__ = ["RUNS_CHANNEL", "thread_group"]

@@ -24,6 +24,7 @@ from django.conf import settings
 from django.db import close_old_connections, connections
 from django.db.utils import DatabaseError, InterfaceError, OperationalError
 
+from beamweaver_core.conf import conf
 from beamweaver_core.observability import instruments, pool
 from beamweaver_core.postgres.pool_size import pool_size, set_pool_size, worker_pool_size
 from beamweaver_core.runtime.execution import execute
@@ -52,12 +53,11 @@ class WorkerSettings:
 
     @classmethod
     def from_django(cls) -> WorkerSettings:
-        conf = settings.BEAMWEAVER
         return cls(
-            lease_seconds=float(conf.get("LEASE_SECONDS", 30)),
-            heartbeat_seconds=float(conf.get("HEARTBEAT_SECONDS", 5)),
-            poll_seconds=float(conf.get("POLL_SECONDS", 2)),
-            max_attempts=int(conf.get("MAX_ATTEMPTS", 5)),
+            lease_seconds=conf.lease_seconds,
+            heartbeat_seconds=conf.heartbeat_seconds,
+            poll_seconds=conf.poll_seconds,
+            max_attempts=conf.max_attempts,
         )
 
 
@@ -224,7 +224,7 @@ _inline_lock = threading.Lock()
 
 def inline_mode() -> bool:
     """Whether this web process runs the workers itself (no Redis: one process)."""
-    mode = settings.BEAMWEAVER.get("WORKER_MODE", "auto")
+    mode = conf.worker_mode
     if mode == "auto":
         return "InMemoryChannelLayer" in settings.CHANNEL_LAYERS["default"]["BACKEND"]
     return mode == "inline"
@@ -235,7 +235,7 @@ def process_worker(threads: int | None = None) -> Worker:
     global _inline
     with _inline_lock:
         if _inline is None:
-            size = threads or int(settings.BEAMWEAVER.get("WORKER_THREADS", 2))
+            size = threads or conf.worker_threads
             # The web process runs these workers too: its pool gets a worker's share more.
             current = pool_size()
             if current is not None:

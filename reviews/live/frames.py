@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from beamweaver_core.webserver import WEBSOCKET_MAX_MESSAGE
+from beamweaver_core.conf import conf
 
-FRAME_BUDGET = WEBSOCKET_MAX_MESSAGE // 2
+FRAME_BUDGET = conf.websocket_max_message // 2
 """Bytes one pushed frame carries at most (a burst is sent as several frames)."""
 
 

@@ -6,8 +6,8 @@ from collections.abc import Hashable
 from typing import Any
 from urllib.parse import parse_qs
 
-from beamweaver_core.runtime.groups import INBOX_GROUP
 from reviews import inbox, partials
+from reviews.groups import INBOX_GROUP
 from reviews.live.base import LiveConsumer, item_id_of
 from reviews.live.frames import into_list, split_frames
 from reviews.models import ReviewItem

@@ -8,8 +8,8 @@ from urllib.parse import parse_qs
 from channels.db import database_sync_to_async
 from django.utils import timezone
 
-from beamweaver_core.runtime.groups import review_item_group
 from reviews import partials, realtime
+from reviews.groups import review_item_group
 from reviews.live.base import LiveConsumer, item_id_of
 from reviews.models import ReviewItem, ReviewPresence
 

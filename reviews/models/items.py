@@ -20,13 +20,13 @@ from django.db import models
 from django.utils import timezone
 
 from beamweaver_core.models import Run, Thread
-from reviews import permissions
+from reviews import roles
 
 
 class ReviewItemQuerySet(models.QuerySet["ReviewItem"]):
     def visible_to(self, user: Any) -> ReviewItemQuerySet:
-        """The items `user` may see (see `reviews.permissions.visible_items`)."""
-        return permissions.visible_items(user, self)
+        """The items `user` may see (see `reviews.roles.visible_items`)."""
+        return roles.visible_items(user, self)
 
     def pending(self) -> ReviewItemQuerySet:
         return self.filter(status=ReviewItem.Status.PENDING)
@@ -270,7 +270,7 @@ class Approval(models.Model):
 class AuditEventQuerySet(models.QuerySet["AuditEvent"]):
     def about(
         self,
-        item: ReviewItem,
+        item: ReviewItem | None,
         action: str,
         message: str,
         *,
@@ -278,22 +278,25 @@ class AuditEventQuerySet(models.QuerySet["AuditEvent"]):
         source: str,
         **extra: Any,
     ) -> AuditEvent:
-        """Append an event about `item` by `actor` (None: the system), with the item's
-        identifiers copied so the record outlives it."""
+        """The one way to append an audit event: about `item` (None: no item) by `actor`
+        (None: the system), the item's ids copied so it outlives it; `extra`: other fields."""
         fields: dict[str, Any] = {
             "actor": actor,
             "actor_name": actor.get_username() if actor is not None else "",
             "action": action,
             "item": item,
-            "item_ref": str(item.pk),
-            "thread_ref": item.thread_id,
-            "graph": item.graph,
-            "interrupt_id": item.interrupt_id,
-            "digest_current": item.digest,
             "summary": action,
             "message": message,
             "source": source,
         }
+        if item is not None:
+            fields.update(
+                item_ref=str(item.pk),
+                thread_ref=item.thread_id,
+                graph=item.graph,
+                interrupt_id=item.interrupt_id,
+                digest_current=item.digest,
+            )
         return self.create(**{**fields, **extra})
 
     def update(self, **kwargs: Any) -> int:

@@ -48,14 +48,7 @@ def _audit(token: ApiToken, action: str, by: Any, source: str) -> None:
         f"API token {token.name!r} ({TOKEN_PREFIX}_{token.key}_…) {verb} "
         f"{token.user.get_username()}, by {_issuer(by, source)}."
     )
-    AuditEvent.objects.create(
-        actor=by,
-        actor_name=by.get_username() if by is not None else "",
-        action=action,
-        summary=action,
-        message=message,
-        source=source,
-    )
+    AuditEvent.objects.about(None, action, message, actor=by, source=source)
 
 
 class ApiTokenManager(models.Manager["ApiToken"]):

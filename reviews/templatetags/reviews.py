@@ -16,12 +16,12 @@ from datetime import datetime
 from typing import Any
 
 from django import template
-from django.conf import settings
 from django.utils import timezone
 from django.utils.html import conditional_escape, format_html
 from django.utils.safestring import SafeString, mark_safe
 
 from beamweaver_core import invisible
+from beamweaver_core.conf import conf
 from beamweaver_core.redaction import redact, redact_text
 from reviews import analytics
 
@@ -31,7 +31,7 @@ register = template.Library()
 @register.simple_tag
 def live_poll() -> str:
     """The `hx-trigger` of a page's catch-up poll (`BEAMWEAVER["LIVE_POLL_SECONDS"]`)."""
-    seconds = float(settings.BEAMWEAVER.get("LIVE_POLL_SECONDS", 20))
+    seconds = conf.live_poll_seconds
     return f"every {max(100, round(seconds * 1000))}ms"
 
 

@@ -17,7 +17,8 @@ from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import Permission, User
 from django.test import Client
 
-from beamweaver_core.runtime.groups import INBOX_GROUP, review_item_group, thread_group
+from beamweaver_core.runtime.groups import thread_group
+from reviews.groups import INBOX_GROUP, review_item_group
 from reviews.models import Decision, ReviewItem, ReviewPresence
 from reviews.routing import websocket_urlpatterns
 from tests.reviews.conftest import make_reviewer, pause
@@ -375,7 +376,7 @@ async def test_hints_arriving_during_a_render_are_rendered_together(
     with one count and one pager: an inbox keeps up with a burst instead of rendering once
     per hint until the channel layer drops hints (hostile case 25). A big burst goes out as
     several frames, each under daphne's message limit (a 67 KB frame was refused)."""
-    from beamweaver_core.webserver import WEBSOCKET_MAX_MESSAGE
+    from beamweaver_core.conf import conf
     from reviews.live.inbox import InboxConsumer
 
     slow_first_call(monkeypatch, InboxConsumer, "_rows_frames")
@@ -395,7 +396,7 @@ async def test_hints_arriving_during_a_render_are_rendered_together(
     last = ""
     while len(set().union(*frames)) < len(items):
         last = await communicator.receive_from(timeout=5)
-        assert len(last.encode()) <= WEBSOCKET_MAX_MESSAGE
+        assert len(last.encode()) <= conf.websocket_max_message
         frames.append({int(i) for i in named.findall(last)})
     while 'id="inbox-counts"' not in last:  # the burst's last frame: the counts and pager
         last = await communicator.receive_from(timeout=5)

@@ -266,7 +266,7 @@ def test_the_statement_decides_as_the_permission_queries(who: str, rule: str) ->
 def test_the_statement_is_compiled_once_per_kind_of_page(page: dict[str, Any]) -> None:
     """Compiling the statement costs ten times running it: each kind of page compiles it
     once, and a socket's check only puts its own user, session and page in it."""
-    from reviews import permissions
+    from reviews import live_check
 
     first = LiveCheck(7, session_key="key-a", **page)
     second = LiveCheck(8, session_key="key-b", **page)
@@ -277,7 +277,7 @@ def test_the_statement_is_compiled_once_per_kind_of_page(page: dict[str, Any]) -
 
     assert (second.sql, second.params, second.extra) == compiled
     assert first.params != second.params
-    assert any(key[0] == second.page for key in permissions._TEMPLATES)
+    assert any(key[0] == second.page for key in live_check._TEMPLATES)
 
 
 def test_a_thread_snapshot_reads_the_same_rows_however_many_runs_people_started() -> None:

@@ -10,8 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from beamweaver_core.messages import Message
+from reviews.arg_fields import restore_redacted
 from reviews.diffs import args_diff
-from reviews.forms import restore_redacted
 from reviews.payloads import PayloadError, canonical, check_value, digest, parse_json
 from reviews.templatetags.reviews import age, visible
 

@@ -1,0 +1,126 @@
+"""The `BEAMWEAVER` settings, typed, with their defaults in one place.
+
+Read when asked, never cached, so `override_settings` and a host project's own settings
+(`beamweaver_core.embed`) are seen: `conf.lease_seconds` is
+`settings.BEAMWEAVER["LEASE_SECONDS"]`, or its default when the key is missing or None.
+The project's `settings.py` fills the dict from the environment; a host project may set
+only the keys it needs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+
+DEFAULTS: dict[str, Any] = {
+    "GRAPHS": {},
+    "MCP_SERVERS": {},
+    "WORKER_MODE": "auto",
+    "WORKER_THREADS": 2,
+    "LEASE_SECONDS": 30.0,
+    "HEARTBEAT_SECONDS": 5.0,
+    "POLL_SECONDS": 2.0,
+    "MAX_ATTEMPTS": 5,
+    "LIVE_POLL_SECONDS": 20.0,
+    # The largest websocket message a client may send (daphne's limit; the live pages
+    # split what they push into frames of half of it). Client frames are small presence
+    # pings, so it is far below daphne's 1 MiB default.
+    "WEBSOCKET_MAX_MESSAGE": 64 * 1024,
+    "BASE_URL": "http://localhost:8000",
+    "REVIEW_SWEEP_SECONDS": 10.0,
+    "NOTIFY_MAX_ATTEMPTS": 8,
+    "NOTIFY_BACKOFF_SECONDS": 30.0,
+    "METRICS_ACCESS": "private",
+    "METRICS_TOKEN": "",
+    "TRACE_TOOL_ARGUMENTS": False,
+    "LG_POLL_SECONDS": 2.0,
+    "LG_FALLBACK_POLL_SECONDS": 0.5,
+    "LG_CORS_ORIGINS": (),
+}
+
+
+def value(key: str) -> Any:
+    """`settings.BEAMWEAVER[key]`, or its default (`DEFAULTS`) when missing or None."""
+    found = (getattr(settings, "BEAMWEAVER", None) or {}).get(key)
+    return DEFAULTS.get(key) if found is None else found
+
+
+class Conf:
+    """Typed accessors of the settings read by more than one module (or with a default
+    that was repeated); each property reads the setting again."""
+
+    @property
+    def worker_mode(self) -> str:
+        return str(value("WORKER_MODE"))
+
+    @property
+    def worker_threads(self) -> int:
+        return int(value("WORKER_THREADS"))
+
+    @property
+    def lease_seconds(self) -> float:
+        return float(value("LEASE_SECONDS"))
+
+    @property
+    def heartbeat_seconds(self) -> float:
+        return float(value("HEARTBEAT_SECONDS"))
+
+    @property
+    def poll_seconds(self) -> float:
+        return float(value("POLL_SECONDS"))
+
+    @property
+    def max_attempts(self) -> int:
+        return int(value("MAX_ATTEMPTS"))
+
+    @property
+    def live_poll_seconds(self) -> float:
+        return float(value("LIVE_POLL_SECONDS"))
+
+    @property
+    def websocket_max_message(self) -> int:
+        return int(value("WEBSOCKET_MAX_MESSAGE"))
+
+    @property
+    def base_url(self) -> str:
+        return str(value("BASE_URL") or DEFAULTS["BASE_URL"])
+
+    @property
+    def review_sweep_seconds(self) -> float:
+        return float(value("REVIEW_SWEEP_SECONDS"))
+
+    @property
+    def notify_max_attempts(self) -> int:
+        return int(value("NOTIFY_MAX_ATTEMPTS"))
+
+    @property
+    def notify_backoff_seconds(self) -> float:
+        return float(value("NOTIFY_BACKOFF_SECONDS"))
+
+    @property
+    def metrics_access(self) -> str:
+        return str(value("METRICS_ACCESS"))
+
+    @property
+    def metrics_token(self) -> str:
+        return str(value("METRICS_TOKEN") or "")
+
+    @property
+    def trace_tool_arguments(self) -> Any:
+        """As configured (system checks refuse anything but True or False)."""
+        return value("TRACE_TOOL_ARGUMENTS")
+
+    def lg_poll_seconds(self, *, live: bool) -> float:
+        """How long a protocol stream or wait sleeps between reads: `LG_POLL_SECONDS`
+        while the channel layer hints, `LG_FALLBACK_POLL_SECONDS` when it is down."""
+        return float(value("LG_POLL_SECONDS" if live else "LG_FALLBACK_POLL_SECONDS"))
+
+    @property
+    def lg_cors_origins(self) -> tuple[str, ...]:
+        return tuple(value("LG_CORS_ORIGINS") or ())
+
+
+conf = Conf()
+
+__all__ = ["DEFAULTS", "Conf", "conf", "value"]

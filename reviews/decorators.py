@@ -1,0 +1,36 @@
+"""The inbox's view decorator: log in first, then hold the reviewer permission."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+from django.contrib.auth.views import redirect_to_login
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django_htmx.http import HttpResponseClientRedirect
+
+from reviews.roles import can_review
+
+
+def reviewer_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """Log in first (an htmx request is sent to the login page as a whole page, never
+    swapped into a fragment), then require the reviewer permission (403 page)."""
+
+    @functools.wraps(view)
+    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        if not request.user.is_authenticated:
+            login = redirect_to_login(request.get_full_path())
+            if getattr(request, "htmx", False):
+                current = request.htmx.current_url_abs_path or request.get_full_path()
+                return HttpResponseClientRedirect(redirect_to_login(current)["Location"])
+            return login
+        if not can_review(request.user):
+            return render(request, "reviews/forbidden.html", status=403)
+        return view(request, *args, **kwargs)
+
+    return wrapper
+
+
+__all__ = ["reviewer_required"]

@@ -1,0 +1,190 @@
+"""A live page's re-check of its user, session and object, compiled to one SQL statement.
+
+The live consumers re-check who is on the other end before each push (`LiveCheck`); the
+rules are those of `reviews.permissions`, read in one statement instead of five.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import psycopg
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group, Permission
+from django.contrib.postgres.expressions import ArraySubquery
+from django.contrib.sessions.models import Session
+from django.db import connections
+from django.db.models import Exists, OuterRef, QuerySet, Subquery, Value
+from django.db.models.functions import Concat, Now
+
+from beamweaver_core.models import Thread
+from reviews.models import ReviewItem
+from reviews.roles import can_manage, can_review, decider_filter
+
+MODEL_BACKEND = "django.contrib.auth.backends.ModelBackend"
+_TEMPLATES: dict[tuple[str, bool], tuple[str, list[Any], dict[int, str]]] = {}
+_EXTRA: dict[str, list[str]] = {}
+
+
+class LiveCheck:
+    """A live page's re-check in one SQL statement, compiled once per page.
+
+    The statement reads the user's row; the session row `session_key` names if it is
+    unexpired (its data, which the caller decodes); the user's permissions, directly and
+    through groups, and group ids; and, for a thread or item page, whether the page's
+    object exists and what `visible_threads` / `visible_items` need to decide whether
+    the user sees it. `run()` returns the fresh user with that primed (so `can_review`,
+    `can_manage` and `group_ids` on it ask nothing more) and the session data, or None
+    when the user row is gone. The rules are those of this module: `sees(user)` decides
+    with `can_manage` exactly as `visible_threads` and `visible_items` do.
+
+    Only for the model backend (`applies()`): other backends decide permissions in
+    Python, and a caller re-checks with the queries of this module instead."""
+
+    def __init__(
+        self,
+        user_pk: Any,
+        *,
+        session_key: str | None,
+        thread_id: str | None = None,
+        item_id: int | None = None,
+    ) -> None:
+        self.model = get_user_model()
+        self.page = "thread" if thread_id is not None else "item" if item_id is not None else ""
+        self.fields = [f.attname for f in self.model._meta.concrete_fields]
+        inputs = {"user": user_pk, "session": session_key, "thread": thread_id, "item": item_id}
+        template = _TEMPLATES.get((self.page, session_key is None))
+        if template is None:
+            template = self._template(session_key is None)
+        if template is not None:
+            sql, compiled, slots = template
+            params = list(compiled)
+            for index, name in slots.items():
+                kind = type(params[index])  # psycopg's Int4 as Django compiled it, or str
+                params[index] = inputs[name] if kind in (int, str) else kind(inputs[name])
+            self.sql, self.params = sql, tuple(params)
+            self.extra = _EXTRA[self.page]
+        else:
+            self.sql, self.params, self.extra = self._compile(inputs)
+
+    def _template(self, sessionless: bool) -> tuple[str, list[Any], dict[int, str]] | None:
+        """The statement of this kind of page compiled once, with the positions of its
+        inputs among the parameters (found by compiling it with two sets of stand-ins);
+        None when they cannot be told apart (the statement is then compiled each time)."""
+        stand_ins = [
+            {
+                "user": -1_000_000_001 - k,
+                "session": None if sessionless else f"bw-live-session-{k}",
+                "thread": f"bw-live-thread-{k}" if self.page == "thread" else None,
+                "item": -1_000_000_011 - k if self.page == "item" else None,
+            }
+            for k in range(2)
+        ]
+        try:
+            (sql, a, extra), (other, b, _) = (self._compile(v) for v in stand_ins)
+        except Exception:
+            return None
+        if other != sql or len(a) != len(b):
+            return None
+        slots: dict[int, str] = {}
+        for index, (x, y) in enumerate(zip(a, b, strict=True)):
+            if x == y:
+                continue
+            names = [n for n, v in stand_ins[0].items() if v is not None and x == v]
+            if len(names) != 1 or y != stand_ins[1][names[0]]:
+                return None
+            slots[index] = names[0]
+        _TEMPLATES[(self.page, sessionless)] = (sql, list(a), slots)
+        _EXTRA[self.page] = extra
+        return sql, list(a), slots
+
+    def _compile(self, inputs: dict[str, Any]) -> tuple[str, tuple[Any, ...], list[str]]:
+        user_pk = inputs["user"]
+        users = self.model._default_manager.filter(pk=user_pk)
+        # The membership table's columns are named after the user model (`account_id`
+        # for a host's `Account`), so they are asked of the relation, not assumed.
+        relation = self.model._meta.get_field("groups")
+        groups = relation.remote_field.through.objects.filter(
+            **{f"{relation.m2m_field_name()}_id": user_pk}
+        ).values(f"{relation.m2m_reverse_field_name()}_id")
+
+        def names(permissions: QuerySet[Any]) -> Any:
+            name = Concat("content_type__app_label", Value("."), "codename")
+            return ArraySubquery(permissions.annotate(bw_name=name).order_by().values("bw_name"))
+
+        sessions = Session.objects.filter(
+            session_key=inputs["session"] or "", expire_date__gt=Now()
+        )
+        annotations: dict[str, Any] = {
+            "bw_session": Subquery(sessions.values("session_data")[:1]),
+            "bw_user_perms": names(Permission.objects.filter(user=OuterRef("pk"))),
+            "bw_group_perms": names(Permission.objects.filter(group__user=OuterRef("pk"))),
+            "bw_groups": ArraySubquery(
+                Group.objects.filter(user=OuterRef("pk")).order_by("pk").values("pk")
+            ),
+        }
+        decides = decider_filter(users.model(pk=user_pk), groups)
+        if self.page == "thread":
+            items = ReviewItem.objects.filter(thread_id=inputs["thread"])
+            annotations["bw_exists"] = Exists(Thread.objects.filter(id=inputs["thread"]))
+            annotations["bw_hidden"] = Exists(items.exclude(decides))
+        elif self.page == "item":
+            items = ReviewItem.objects.filter(pk=inputs["item"])
+            annotations["bw_exists"] = Exists(items)
+            annotations["bw_hidden"] = ~Exists(items.filter(decides))
+        extra = list(annotations)
+        query = users.annotate(**annotations).values_list(*self.fields, *extra).query
+        sql, params = query.sql_with_params()
+        return sql, tuple(params), extra
+
+    @staticmethod
+    def applies() -> bool:
+        return list(settings.AUTHENTICATION_BACKENDS) == [MODEL_BACKEND]
+
+    def run(self) -> tuple[Any, str | None] | None:
+        """(the fresh user, the session's data or None) or None without a user row."""
+        database = self.model._default_manager.db
+        connection = connections[database]
+        connection.ensure_connection()
+        # Bound on the server and prepared once per connection (as the checkpointer's
+        # statements, unless BEAMWEAVER_DB_PREPARE=0): the plan of this statement costs
+        # more than running it, and it runs for every push to every socket.
+        prepare = "prepare_threshold" in connection.settings_dict["OPTIONS"]
+        started = time.monotonic()
+        with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cursor:
+            cursor.execute(self.sql, self.params, prepare=prepare)
+            row = cursor.fetchone()
+        if connection.queries_logged:  # counted as Django's own cursors are
+            connection.queries_log.append(
+                {"sql": self.sql, "time": f"{time.monotonic() - started:.3f}"}
+            )
+        if row is None:
+            return None
+        n = len(self.fields)
+        user = self.model.from_db(database, self.fields, row[:n])
+        extra = dict(zip(self.extra, row[n:], strict=True))
+        user._bw_group_ids = sorted(extra["bw_groups"] or [])
+        if not user.is_superuser:  # a superuser's permissions are never read (has_perm)
+            own, through_groups = set(extra["bw_user_perms"]), set(extra["bw_group_perms"])
+            # What ModelBackend.get_all_permissions caches, read in this statement.
+            user._user_perm_cache = own
+            user._group_perm_cache = through_groups
+            user._perm_cache = own | through_groups
+        self.exists = bool(extra.get("bw_exists", True))
+        self.hidden = bool(extra.get("bw_hidden", False))
+        return user, extra["bw_session"]
+
+    def sees(self, user: Any) -> bool:
+        """Whether `user` (from the last `run()`) may see the page's thread or item: as
+        `visible_threads` / `visible_items`, managers everything, others what hides
+        nothing from them (a thread) or what they decide (an item)."""
+        if not can_review(user):
+            return False
+        if not self.page:
+            return True
+        return self.exists and (can_manage(user) or not self.hidden)
+
+
+__all__ = ["MODEL_BACKEND", "LiveCheck"]
