@@ -8,6 +8,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.db.models import QuerySet
+from django.http import HttpRequest
 from django.template.loader import render_to_string
 from django.utils import timezone
 
@@ -24,6 +25,12 @@ PRESENCE_TTL = timedelta(seconds=60)
 INBOX = "reviews/inbox.html"
 ITEM = "reviews/item.html"
 THREAD = "reviews/thread.html"
+
+
+def for_request(request: HttpRequest, template: str, partial: str) -> str:
+    """The template to render for `request`: an htmx request gets only the partial
+    named after the element it replaces (`template#partial`), a plain one the page."""
+    return f"{template}#{partial}" if request.htmx else template
 
 
 def render(template: str, partial: str, context: dict[str, Any]) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.urls import include, path, register_converter
 
-from reviews import fork_views, insight_views, item_actions, views
+from reviews import audit_views, fork_views, insight_views, item_actions, thread_views, views
 from reviews.converters import ThreadIdConverter
 
 register_converter(ThreadIdConverter, "thread_id")
@@ -22,13 +22,13 @@ urlpatterns = [
     path("items/<int:pk>/unclaim/", item_actions.unclaim_view, name="unclaim"),
     path("items/<int:pk>/reassign/", item_actions.reassign_view, name="reassign"),
     path("items/<int:pk>/extend/", item_actions.extend_view, name="extend"),
-    path("runs/new/", views.start_run_view, name="start_run"),
-    path("audit/", views.audit_view, name="audit"),
+    path("runs/new/", thread_views.start_run_view, name="start_run"),
+    path("audit/", audit_views.audit_view, name="audit"),
     path("notifications/", views.preferences_view, name="preferences"),
     path("analytics/", insight_views.analytics_view, name="analytics"),
     path("simulate/", insight_views.simulate_view, name="simulate"),
     path("api/v1/", include("reviews.api.urls")),
-    path("cancel-run/<thread_id:thread_id>/", views.cancel_run_view, name="cancel_run"),
-    path("threads/<thread_id:thread_id>/", views.thread_view, name="thread"),
+    path("cancel-run/<thread_id:thread_id>/", thread_views.cancel_run_view, name="cancel_run"),
+    path("threads/<thread_id:thread_id>/", thread_views.thread_view, name="thread"),
     path("fork/<str:checkpoint_id>/<thread_id:thread_id>/", fork_views.fork_view, name="fork"),
 ]

@@ -1,102 +1,27 @@
-"""The inbox pages. Each view works as a plain HTML page first; an htmx request gets the
-partial named after the element it replaces (`template#partial`)."""
+"""The inbox pages: the list and its batch decisions, an item and its decision, the
+notification preferences. Each view works as a plain HTML page first; an htmx request gets
+the partial named after the element it replaces (`partials.for_request`). The thread pages
+are in `thread_views`, the audit log in `audit_views`."""
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 import re
-import unicodedata
 import uuid
 from typing import Any
-from urllib.parse import quote, unquote_to_bytes
 
 from django.contrib import messages
-from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent
-from django.db.models import Q
-from django.http import (
-    Http404,
-    HttpRequest,
-    HttpResponse,
-    HttpResponseRedirect,
-    StreamingHttpResponse,
-)
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import retarget
 
-from beamweaver_core.exceptions import BeamWeaverError
-from beamweaver_core.redaction import redact, redact_text
-from beamweaver_core.runtime import service as runtime_service
-from reviews import (
-    batch,
-    cancelling,
-    forms,
-    inbox,
-    partials,
-    reasons,
-    reveal,
-    review_form,
-    services,
-    threads,
-)
-from reviews.converters import thread_segment
+from reviews import batch, forms, inbox, partials, reasons, reveal, review_form, services, threads
 from reviews.decorators import reviewer_required
-from reviews.models import AuditEvent, NotificationPreference, ReviewItem
-from reviews.permissions import can_reveal, visible_audit, visible_threads
-
-AUDIT_PAGE_SIZE = 50
-
-
-def _partial(request: HttpRequest, template: str, name: str) -> str:
-    return f"{template}#{name}" if request.htmx else template
-
-
-def _posted(request: HttpRequest) -> Any:
-    """The POST data, or `None` if the body is over Django's size or field limits."""
-    try:
-        return request.POST
-    except (RequestDataTooBig, TooManyFieldsSent):
-        return None
-
-
-def _undecodable(request: HttpRequest) -> list[str]:
-    """The names of posted fields that are not valid UTF-8 (Django turns such bytes into
-    U+FFFD, so the answer would not be what the reviewer sent). A multipart body is
-    parsed as a stream (by the CSRF check, before the view), so its bytes are gone: there
-    a U+FFFD in a field is refused, as it cannot be told apart from an undecodable byte."""
-    if request.content_type == "multipart/form-data":
-        return [key for key, values in request.POST.lists() if any("\ufffd" in v for v in values)]
-    if request.content_type != "application/x-www-form-urlencoded":
-        return []
-    body, encoding = request.body, request.encoding or "utf-8"
-    bad = []
-    for part in body.split(b"&"):
-        name, _, value = (unquote_to_bytes(p.replace(b"+", b" ")) for p in part.partition(b"="))
-        try:
-            name.decode(encoding)
-            value.decode(encoding)
-        except (UnicodeDecodeError, LookupError):
-            bad.append(name.decode("utf-8", "replace"))
-    return bad
-
-
-def _encoding_problems(request: HttpRequest) -> list[dict[str, Any]]:
-    bad = _undecodable(request)
-    if not bad:
-        return []
-    message = (
-        f"The form field(s) {', '.join(bad)[:200]} are not valid UTF-8; nothing was decided. "
-        "Send the form again from the page (or with UTF-8 text)."
-    )
-    return [{"index": None, "field": "body", "message": message}]
-
-
-def _too_large() -> HttpResponse:
-    return HttpResponse(
-        "The request is too large.", status=413, content_type="text/plain; charset=utf-8"
-    )
+from reviews.models import NotificationPreference, ReviewItem
+from reviews.permissions import can_reveal
+from reviews.posted import encoding_problems, posted, too_large
 
 
 def _inbox_page(request: HttpRequest, **extra: Any) -> dict[str, Any]:
@@ -115,7 +40,7 @@ def _inbox_page(request: HttpRequest, **extra: Any) -> dict[str, Any]:
 def inbox_view(request: HttpRequest) -> HttpResponse:
     """Pending items, oldest first; filters, search and pages in the query string."""
     context = _inbox_page(request)
-    return render(request, _partial(request, partials.INBOX, "inbox-list"), context)
+    return render(request, partials.for_request(request, partials.INBOX, "inbox-list"), context)
 
 
 _BATCH_ID = re.compile(r"^[A-Za-z0-9]{1,40}$")
@@ -126,9 +51,9 @@ _BATCH_ID = re.compile(r"^[A-Za-z0-9]{1,40}$")
 def batch_view(request: HttpRequest) -> HttpResponse:
     """Approve or reject the selected items, each through the decision service; answers
     with the per-item report (and the refreshed list)."""
-    data = _posted(request)
+    data = posted(request)
     if data is None:
-        return _too_large()
+        return too_large()
     selection, _ = batch.parse_selection(data.getlist("items"))
     action = str(data.get("action", ""))
     problem = ""
@@ -138,7 +63,7 @@ def batch_view(request: HttpRequest) -> HttpResponse:
         problem = "Select at least one item first."
     elif len(selection) > batch.MAX_ITEMS:
         problem = f"Select at most {batch.MAX_ITEMS} items at a time."
-    elif undecodable := _encoding_problems(request):
+    elif undecodable := encoding_problems(request):
         problem = undecodable[0]["message"]
     report = None
     if not problem:
@@ -190,7 +115,7 @@ def _item_page(
     if not request.htmx:
         state = threads.current_state(item.thread)
         context["conversation"] = threads.conversation(state)
-    template = _partial(request, partials.ITEM, "decision-panel")
+    template = partials.for_request(request, partials.ITEM, "decision-panel")
     return render(request, template, context, status=status)
 
 
@@ -216,9 +141,9 @@ def item_view(request: HttpRequest, pk: int) -> HttpResponse:
 @reviewer_required
 def decide_view(request: HttpRequest, pk: int) -> HttpResponse:
     """Decide an item (see `reviews.services.decide` for every outcome)."""
-    data = _posted(request)
+    data = posted(request)
     if data is None:
-        return _too_large()
+        return too_large()
     item = ReviewItem.objects.visible_to(request.user).filter(pk=pk).first()
     if item is None:
         # Through the service anyway, so that the attempt is audited like any refusal.
@@ -233,7 +158,7 @@ def decide_view(request: HttpRequest, pk: int) -> HttpResponse:
         raise Http404("No such review item.")
     form = review_form.review_form(item, request.user)
     decision = review_form.decision_request(item, data, request.user, form)
-    undecodable = _encoding_problems(request)
+    undecodable = encoding_problems(request)
     if undecodable:  # refused by the service like the API's undecodable body
         decision = dataclasses.replace(decision, problems=[*undecodable, *decision.problems])
     outcome = services.decide(decision)
@@ -274,9 +199,9 @@ def reveal_view(request: HttpRequest, pk: int) -> HttpResponse:
 @reviewer_required
 def preview_edit_view(request: HttpRequest, pk: int, index: int) -> HttpResponse:
     """The field-level diff of an edit against the proposal (nothing is decided)."""
-    data = _posted(request)
+    data = posted(request)
     if data is None:
-        return _too_large()
+        return too_large()
     item = _item_or_404(request, pk)
     form = review_form.review_form(item, request.user, data)
     if not 0 <= index < len(form.actions):
@@ -298,169 +223,6 @@ def preview_edit_view(request: HttpRequest, pk: int, index: int) -> HttpResponse
             {"card": card, "item": item, "show_problems": True},
         )
     return _item_page(request, item, form=form)
-
-
-@require_GET
-@reviewer_required
-def thread_view(request: HttpRequest, thread_id: str) -> HttpResponse:
-    """A thread: status, live run progress, state, history, review items, decisions."""
-    thread = get_object_or_404(visible_threads(request.user), id=thread_id)
-    context = partials.thread_context(thread, request.user)
-    context["ws_url"] = f"/ws/threads/{quote(thread_segment(thread.id), safe='')}/"
-    return render(request, _partial(request, partials.THREAD, "thread-live"), context)
-
-
-@require_POST
-@reviewer_required
-def cancel_run_view(request: HttpRequest, thread_id: str) -> HttpResponse:
-    """Cancel the thread's active run (its pending items are cancelled with it), for who
-    may (`reviews.cancelling`)."""
-    outcome = cancelling.cancel(request.user, thread_id)
-    if outcome.status == 404:
-        raise Http404("No such thread.")
-    if outcome.status == 403:
-        return HttpResponse(outcome.message, status=403, content_type="text/plain; charset=utf-8")
-    if outcome.status == 200:
-        messages.success(request, outcome.message)
-    elif outcome.code == "no_active_run":
-        messages.info(request, outcome.message)
-    else:
-        messages.error(request, outcome.message)
-    return redirect("reviews:thread", thread_id=thread_id)
-
-
-@require_http_methods(["GET", "POST"])
-@reviewer_required
-def start_run_view(request: HttpRequest) -> HttpResponse:
-    """Pick a registered graph, type its input, then watch it on its thread page."""
-    if request.method == "POST":
-        data = _posted(request)
-        if data is None:
-            return _too_large()
-        form = forms.StartRunForm(data)
-        if form.is_valid():
-            try:
-                run = runtime_service.start_run(
-                    form.cleaned_data["graph"], form.cleaned_data["input"], user=request.user
-                )
-            except (BeamWeaverError, LookupError, ValueError) as exc:
-                form.add_error(None, str(exc))
-            else:
-                return redirect("reviews:thread", thread_id=run.thread_id)
-        status = 422
-    else:
-        form = forms.StartRunForm(initial={"graph": request.GET.get("graph", "")})
-        status = 200
-    agents = [name for name, _ in form.fields["graph"].choices if forms.is_agent(str(name))]
-    return render(
-        request, "reviews/start_run.html", {"form": form, "agents": agents}, status=status
-    )
-
-
-def _audit_events(request: HttpRequest) -> tuple[Any, dict[str, str]]:
-    filters = {
-        key: str(request.GET.get(key, "")).strip()[:200]
-        for key in ("actor", "action", "thread", "graph", "item")
-    }
-    events = visible_audit(request.user, AuditEvent.objects.select_related("actor"))
-    if filters["actor"]:
-        events = events.filter(actor_name=filters["actor"])
-    if filters["action"]:
-        events = events.filter(action=filters["action"])
-    if filters["thread"]:
-        events = events.filter(thread_ref__icontains=filters["thread"])
-    if filters["graph"]:
-        events = events.filter(graph=filters["graph"])
-    if filters["item"]:
-        events = events.filter(Q(item_ref=filters["item"]))
-    return events, filters
-
-
-@require_GET
-@reviewer_required
-def audit_view(request: HttpRequest) -> HttpResponse:
-    """The audit log: every decision and refused attempt; filterable; CSV export."""
-    events, filters = _audit_events(request)
-    if request.GET.get("format") == "csv":
-        return _audit_csv(events)
-    number = request.GET.get("page")
-    page = inbox.CappedPaginator(events, AUDIT_PAGE_SIZE, number).get_page(number)
-    query = "&".join(f"{k}={quote(v)}" for k, v in filters.items() if v)
-    context = {
-        "page": page,
-        "filters": filters,
-        "query": query,
-        "actions": AuditEvent.Action.choices,
-    }
-    return render(request, _partial(request, "reviews/audit.html", "audit-list"), context)
-
-
-class _Echo:
-    def write(self, value: str) -> str:
-        return value
-
-
-# Spreadsheets run a cell as a formula when its first visible character is one of these
-# (after NFKC, so the fullwidth and small forms count too); they skip leading spaces,
-# line breaks, control and format characters to find it.
-_FORMULA_TRIGGERS = frozenset("=+-@|")
-
-
-def _csv_cell(value: Any) -> str:
-    text = "" if value is None else redact_text(str(value))
-    if text[:1] in ("\t", "\r", "\n"):
-        return "'" + text
-    for char in text:
-        if char.isspace() or unicodedata.category(char) in ("Cc", "Cf", "Zs", "Zl", "Zp"):
-            continue
-        if unicodedata.normalize("NFKC", char)[:1] in _FORMULA_TRIGGERS:
-            return "'" + text
-        break
-    return text
-
-
-_AUDIT_COLUMNS = (
-    "at",
-    "actor_name",
-    "action",
-    "item_ref",
-    "thread_ref",
-    "graph",
-    "interrupt_id",
-    "summary",
-    "status_code",
-    "digest_seen",
-    "digest_current",
-    "client_decision_id",
-    "decision",
-    "diff",
-    "message",
-    "note",
-    "source",
-)
-
-
-def _audit_csv(events: Any) -> StreamingHttpResponse:
-    from reviews.payloads import canonical
-
-    writer = csv.writer(_Echo())
-
-    def rows() -> Any:
-        yield writer.writerow(_AUDIT_COLUMNS)
-        for event in events.iterator(chunk_size=500):
-            values = []
-            for column in _AUDIT_COLUMNS:
-                value = getattr(event, column)
-                if column in ("decision", "diff") and value is not None:
-                    value = canonical(redact(value))
-                elif column == "at":
-                    value = value.isoformat()
-                values.append(_csv_cell(value))
-            yield writer.writerow(values)
-
-    response = StreamingHttpResponse(rows(), content_type="text/csv; charset=utf-8")
-    response["Content-Disposition"] = 'attachment; filename="beamweaver-audit.csv"'
-    return response
 
 
 @require_http_methods(["GET", "POST"])
@@ -490,9 +252,7 @@ def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
 
 
 __all__ = [
-    "audit_view",
     "batch_view",
-    "cancel_run_view",
     "csrf_failure",
     "decide_view",
     "inbox_view",
@@ -500,6 +260,4 @@ __all__ = [
     "preferences_view",
     "preview_edit_view",
     "reveal_view",
-    "start_run_view",
-    "thread_view",
 ]
