@@ -38,6 +38,7 @@ the end of the line or its closing quote, and the password of a URL
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 from collections.abc import Mapping
@@ -127,6 +128,14 @@ def redact(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [redact(v) for v in value]
     return value
+
+
+def pretty_json(value: Any, *, reveal: bool = False) -> str:
+    """JSON-like `value` as indented JSON text with sorted keys, redacted unless `reveal`
+    (a reviewer who revealed the secrets of a proposal); what JSON cannot hold is shown
+    by its `repr`. The inbox pages and the admin show stored data this way."""
+    shown = value if reveal else redact(value)
+    return json.dumps(shown, indent=2, sort_keys=True, ensure_ascii=False, default=repr)
 
 
 def withheld(value: Any, path: str = "") -> list[str]:

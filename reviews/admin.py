@@ -19,10 +19,9 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
-from django.utils.html import format_html
 
-from beamweaver_core.admin.display import ReadOnlyAdmin
-from beamweaver_core.redaction import redact, redact_text
+from beamweaver_core.admin.display import ReadOnlyAdmin, pretty_json
+from beamweaver_core.redaction import redact_text
 from beamweaver_core.users import username_path
 from reviews.models import (
     ApiToken,
@@ -35,16 +34,6 @@ from reviews.models import (
     ReviewPolicy,
 )
 from reviews.permissions import can_review, reviewers
-
-
-def _pretty(text: str) -> Any:
-    try:
-        value = redact(json.loads(text))
-    except ValueError:
-        return text
-    return format_html(
-        "<pre>{}</pre>", json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False)
-    )
 
 
 @admin.register(ReviewItem)
@@ -74,7 +63,7 @@ class ReviewItemAdmin(ReadOnlyAdmin):
 
     @admin.display(description="Payload (redacted)")
     def payload(self, obj: ReviewItem) -> Any:
-        return _pretty(obj.payload_json)
+        return pretty_json(obj.payload_json)
 
 
 @admin.register(Decision)
@@ -87,7 +76,7 @@ class DecisionAdmin(ReadOnlyAdmin):
 
     @admin.display(description="Answer (redacted)")
     def answer(self, obj: Decision) -> Any:
-        return _pretty(obj.answer_json)
+        return pretty_json(obj.answer_json)
 
 
 @admin.register(AuditEvent)
@@ -110,11 +99,11 @@ class AuditEventAdmin(ReadOnlyAdmin):
 
     @admin.display(description="decision")
     def answer(self, obj: AuditEvent) -> Any:
-        return _pretty(json.dumps(obj.decision))
+        return pretty_json(json.dumps(obj.decision))
 
     @admin.display(description="diff")
     def edit_diff(self, obj: AuditEvent) -> Any:
-        return _pretty(json.dumps(obj.diff))
+        return pretty_json(json.dumps(obj.diff))
 
     @admin.display(description="message")
     def details(self, obj: AuditEvent) -> str:

@@ -9,18 +9,18 @@ from django.contrib import admin
 from django.http import HttpRequest
 from django.utils.html import format_html
 
-from beamweaver_core.redaction import redact
+from beamweaver_core import redaction
 
 
 def pretty_json(value: Any) -> str:
-    """Readable, redacted JSON (`value` may be JSON text or data)."""
+    """Readable, redacted JSON as HTML (`value` may be JSON text or data; text that is not
+    JSON is shown as redacted text)."""
     if isinstance(value, str):
         try:
             value = json.loads(value)
         except json.JSONDecodeError:
-            return format_html("<pre>{}</pre>", value)
-    text = json.dumps(redact(value), indent=2, sort_keys=True, ensure_ascii=False, default=repr)
-    return format_html('<pre class="bw-json">{}</pre>', text)
+            return format_html("<pre>{}</pre>", redaction.redact_text(value))
+    return format_html('<pre class="bw-json">{}</pre>', redaction.pretty_json(value))
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):

@@ -11,7 +11,6 @@ untrusted text can carry credentials, wherever a template shows it.
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 from typing import Any
 
@@ -20,9 +19,9 @@ from django.utils import timezone
 from django.utils.html import conditional_escape, format_html
 from django.utils.safestring import SafeString, mark_safe
 
-from beamweaver_core import invisible
+from beamweaver_core import invisible, redaction
 from beamweaver_core.conf import conf
-from beamweaver_core.redaction import redact, redact_text
+from beamweaver_core.redaction import redact_text
 from reviews import analytics
 
 register = template.Library()
@@ -78,8 +77,7 @@ def marked(value: Any) -> str:
 def pretty_json(value: Any, reveal: bool = False) -> str:
     """Indented, redacted JSON with sorted keys (plain text: escape it with `visible`);
     `reveal` skips the redaction."""
-    shown = value if reveal else redact(value)
-    return json.dumps(shown, indent=2, sort_keys=True, ensure_ascii=False, default=repr)
+    return redaction.pretty_json(value, reveal=reveal)
 
 
 @register.filter

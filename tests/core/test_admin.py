@@ -8,6 +8,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
+from beamweaver_core.admin.display import pretty_json
 from beamweaver_core.models import Checkpoint, CheckpointBlob, Run
 from beamweaver_core.runtime import service
 from beamweaver_core.runtime.execution import execute
@@ -74,6 +75,13 @@ def test_json_is_pretty_and_secrets_are_redacted(staff: Client, paused_run: Run)
         assert SECRET not in page
     assert "[redacted]" in run_page
     assert "&quot;amount&quot;: 5" in run_page
+
+
+def test_stored_text_that_is_not_json_is_shown_redacted_and_escaped() -> None:
+    shown = pretty_json(f"<b>not JSON</b> {SECRET}")
+    assert SECRET not in shown
+    assert "[redacted]" in shown
+    assert "&lt;b&gt;" in shown
 
 
 def test_storage_rows_are_read_only(staff: Client, paused_run: Run) -> None:
