@@ -11,21 +11,19 @@ class BeamWeaverCoreConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from django.conf import settings
         from django.db import connections
 
         from beamweaver_core import (
             checks,  # noqa: F401  (registers the system checks)
             ratelimit,  # noqa: F401  (counts failed logins)
         )
+        from beamweaver_core.conf import conf
         from beamweaver_core.embed import checks as embed_checks  # noqa: F401
         from beamweaver_core.graph.threads import register_thread_cleanup
         from beamweaver_core.observability import checks as observability_checks  # noqa: F401
         from beamweaver_core.observability import tracing
 
-        tracing.configure(
-            record_arguments=settings.BEAMWEAVER.get("TRACE_TOOL_ARGUMENTS", False) is True
-        )
+        tracing.configure(record_arguments=conf.trace_tool_arguments is True)
 
         # Graph tasks run on pooled threads; one that used the database (a nested graph's
         # checkpoints, a tool) gives its connection back to the pool when it finishes.

@@ -37,6 +37,7 @@ DEFAULTS: dict[str, Any] = {
     "LG_POLL_SECONDS": 2.0,
     "LG_FALLBACK_POLL_SECONDS": 0.5,
     "LG_CORS_ORIGINS": (),
+    "LG_STREAM_MAX_BYTES": 4 * 1024 * 1024,
 }
 
 
@@ -47,8 +48,9 @@ def value(key: str) -> Any:
 
 
 class Conf:
-    """Typed accessors of the settings read by more than one module (or with a default
-    that was repeated); each property reads the setting again."""
+    """Typed accessors of the project's settings; each property reads the setting again.
+    (The review inbox's own list settings, `REVIEW_POLICIES` and kin, are read and
+    validated by their modules in `reviews`.)"""
 
     @property
     def worker_mode(self) -> str:
@@ -115,6 +117,21 @@ class Conf:
         """How long a protocol stream or wait sleeps between reads: `LG_POLL_SECONDS`
         while the channel layer hints, `LG_FALLBACK_POLL_SECONDS` when it is down."""
         return float(value("LG_POLL_SECONDS" if live else "LG_FALLBACK_POLL_SECONDS"))
+
+    @property
+    def lg_stream_max_bytes(self) -> int:
+        return int(value("LG_STREAM_MAX_BYTES"))
+
+    @property
+    def graphs(self) -> Any:
+        """The registered graphs, name -> "module.path:attribute" (as configured: system
+        checks report a malformed one)."""
+        return value("GRAPHS")
+
+    @property
+    def mcp_servers(self) -> Any:
+        """The declared MCP servers, name -> options (as configured)."""
+        return value("MCP_SERVERS")
 
     @property
     def lg_cors_origins(self) -> tuple[str, ...]:

@@ -19,15 +19,14 @@ import time
 from datetime import datetime
 from typing import Any
 
-from django.conf import settings
 from django.db import DatabaseError, connections
 
+from beamweaver_core.conf import conf
 from reviews import deadlines
 from reviews.notifications import outbox
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_INTERVAL_SECONDS = 10.0
 
 _lock = threading.Lock()
 _last = float("-inf")
@@ -38,7 +37,7 @@ _running: threading.Thread | None = None
 
 def interval() -> float:
     """Seconds between two sweeps of one process."""
-    return float(settings.BEAMWEAVER.get("REVIEW_SWEEP_SECONDS", DEFAULT_INTERVAL_SECONDS))
+    return conf.review_sweep_seconds
 
 
 def sweep_once(now: datetime | None = None) -> dict[str, Any]:
@@ -77,4 +76,4 @@ def on_worker_tick(sender: Any, **kwargs: Any) -> None:
         _running.start()
 
 
-__all__ = ["DEFAULT_INTERVAL_SECONDS", "interval", "on_worker_tick", "sweep_once"]
+__all__ = ["interval", "on_worker_tick", "sweep_once"]

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import logging
 
-from django.conf import settings
 from django.contrib import admin
 from django.utils import timezone
 
 from beamweaver_core.admin.display import ReadOnlyAdmin, pretty_json
 from beamweaver_core.checkpoint.postgres import PostgresCheckpointer
 from beamweaver_core.checkpoint.types import Checkpoint as Saved
+from beamweaver_core.conf import conf
 from beamweaver_core.models import (
     Checkpoint,
     CheckpointBlob,
@@ -152,6 +152,6 @@ class WorkerHeartbeatAdmin(ReadOnlyAdmin):
 
     @admin.display(boolean=True, description="alive")
     def alive(self, obj: WorkerHeartbeat) -> bool:
-        interval = float(settings.BEAMWEAVER.get("HEARTBEAT_SECONDS", 5))
+        interval = conf.heartbeat_seconds
         seen = (timezone.now() - obj.last_seen_at).total_seconds()
         return obj.stopped_at is None and seen <= WorkerHeartbeat.alive_after(interval)

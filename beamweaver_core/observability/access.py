@@ -19,7 +19,7 @@ import ipaddress
 from dataclasses import dataclass
 from typing import Any
 
-from django.conf import settings
+from beamweaver_core.conf import conf
 
 MODES = ("private", "token", "off")
 MIN_TOKEN_CHARS = 32
@@ -35,11 +35,11 @@ class Refusal:
 
 
 def mode() -> str:
-    return str(settings.BEAMWEAVER.get("METRICS_ACCESS", "private"))
+    return conf.metrics_access
 
 
 def token() -> str:
-    return str(settings.BEAMWEAVER.get("METRICS_TOKEN") or "")
+    return conf.metrics_token
 
 
 def _private(address: str) -> bool:

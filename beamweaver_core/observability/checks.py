@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.conf import settings
 from django.core import checks
 
+from beamweaver_core.conf import conf
 from beamweaver_core.observability import access
 
 
 @checks.register()
 def check_metrics_access(app_configs: Any, **kwargs: Any) -> list[checks.CheckMessage]:
     """`METRICS_ACCESS` is a known mode, and token mode has a long enough token."""
-    how = settings.BEAMWEAVER.get("METRICS_ACCESS", "private")
+    how = conf.metrics_access
     if how not in access.MODES:
         return [
             checks.Error(
@@ -39,7 +39,7 @@ def check_metrics_access(app_configs: Any, **kwargs: Any) -> list[checks.CheckMe
 @checks.register()
 def check_trace_arguments(app_configs: Any, **kwargs: Any) -> list[checks.CheckMessage]:
     """`TRACE_TOOL_ARGUMENTS` is a boolean (a string "false" would switch it on)."""
-    value = settings.BEAMWEAVER.get("TRACE_TOOL_ARGUMENTS", False)
+    value = conf.trace_tool_arguments
     if not isinstance(value, bool):
         return [
             checks.Error(

@@ -13,10 +13,10 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
+from beamweaver_core.conf import conf
 from beamweaver_core.exceptions import (
     CheckpointNotFoundError,
     InvalidUpdateError,
@@ -73,7 +73,7 @@ def failure(exc: Exception) -> HttpResponse | None:
 
 def _cors(request: HttpRequest, response: HttpResponse) -> HttpResponse:
     origin = request.headers.get("Origin")
-    allowed = settings.BEAMWEAVER.get("LG_CORS_ORIGINS") or ()
+    allowed = conf.lg_cors_origins
     if origin and (origin in allowed or "*" in allowed):
         response["Access-Control-Allow-Origin"] = origin
         response["Access-Control-Allow-Headers"] = CORS_HEADERS

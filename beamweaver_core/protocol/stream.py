@@ -25,8 +25,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
-from django.conf import settings
-
+from beamweaver_core.conf import conf
 from beamweaver_core.models import Run, RunEvent
 from beamweaver_core.protocol.db import in_thread
 from beamweaver_core.protocol.errors import ProtocolError
@@ -60,10 +59,6 @@ class StreamRequest:
     """Cancel the run if the client leaves before it stops (`on_disconnect="cancel"`)."""
     user: Any = None
     """The caller (who cancels it then)."""
-
-
-def _conf(name: str, default: float) -> float:
-    return float(settings.BEAMWEAVER.get(name, default))
 
 
 def open_translator(request: StreamRequest) -> Translator:
@@ -144,7 +139,7 @@ async def _produce(
     batch = in_thread(_batch)
     status = in_thread(_status)
     cursor, skip = request.after if request.after is not None else (0, -1)
-    limit = _conf("LG_STREAM_MAX_BYTES", 4 * 1024 * 1024)
+    limit = conf.lg_stream_max_bytes
     sent, idle_since = 0, time.monotonic()
     gap_since: float | None = None
     async with hints or Hints(run.thread_id) as subscription:
@@ -196,12 +191,7 @@ async def _produce(
             if sent > limit:
                 yield _DONE
                 return
-            poll = (
-                _conf("LG_POLL_SECONDS", 2.0)
-                if subscription.live
-                else _conf("LG_FALLBACK_POLL_SECONDS", 0.5)
-            )
-            chunks = await live(poll)
+            chunks = await live(conf.lg_poll_seconds(live=subscription.live))
             for chunk in chunks:
                 sent += len(chunk)
                 yield chunk

@@ -16,9 +16,9 @@ import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
-from django.conf import settings
 from django.db.models import Max
 
+from beamweaver_core.conf import conf
 from beamweaver_core.models import Run, RunEvent, Thread
 from beamweaver_core.protocol.db import in_thread
 from beamweaver_core.protocol.deltas import Frame
@@ -139,9 +139,7 @@ async def thread_frames(
             if found:
                 idle_since = time.monotonic()
                 continue
-            key = "LG_POLL_SECONDS" if hints.live else "LG_FALLBACK_POLL_SECONDS"
-            poll = float(settings.BEAMWEAVER.get(key, 2.0 if hints.live else 0.5))
-            for hint in await hints.wait(poll):
+            for hint in await hints.wait(conf.lg_poll_seconds(live=hints.live)):
                 for event, data in stream.live(hint):
                     yield encode(event, data)
                 idle_since = time.monotonic()

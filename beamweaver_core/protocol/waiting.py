@@ -8,8 +8,7 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
-from django.conf import settings
-
+from beamweaver_core.conf import conf
 from beamweaver_core.models import Run
 from beamweaver_core.protocol.db import in_thread
 from beamweaver_core.protocol.hints import Hints
@@ -33,8 +32,7 @@ async def until_stopped(run: Run) -> Run | None:
             current = await load(run.id)
             if current is None or current.status in TERMINAL:
                 return current
-            key = "LG_POLL_SECONDS" if hints.live else "LG_FALLBACK_POLL_SECONDS"
-            await hints.wait(float(settings.BEAMWEAVER.get(key, 2.0 if hints.live else 0.5)))
+            await hints.wait(conf.lg_poll_seconds(live=hints.live))
 
 
 async def result_body(

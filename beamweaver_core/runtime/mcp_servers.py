@@ -22,8 +22,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from django.conf import settings
-
+from beamweaver_core.conf import conf
 from beamweaver_core.exceptions import BeamWeaverError
 
 if TYPE_CHECKING:
@@ -48,7 +47,7 @@ class UnknownMCPServerError(BeamWeaverError, LookupError):
 
 def declared() -> dict[str, Any]:
     """The raw `BEAMWEAVER["MCP_SERVERS"]` setting (name -> options)."""
-    servers = settings.BEAMWEAVER.get("MCP_SERVERS") or {}
+    servers = conf.mcp_servers or {}
     return dict(servers) if isinstance(servers, Mapping) else {}
 
 

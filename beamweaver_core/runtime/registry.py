@@ -12,9 +12,8 @@ import functools
 import importlib
 from typing import Any
 
-from django.conf import settings
-
 from beamweaver_core.checkpoint.base import Checkpointer
+from beamweaver_core.conf import conf
 from beamweaver_core.exceptions import BeamWeaverError
 from beamweaver_core.graph.compiled import CompiledGraph
 
@@ -24,7 +23,7 @@ class UnknownGraphError(BeamWeaverError, LookupError):
 
 
 def registered_names() -> list[str]:
-    return sorted(settings.BEAMWEAVER.get("GRAPHS", {}))
+    return sorted(conf.graphs)
 
 
 @functools.cache
@@ -39,7 +38,7 @@ def _resolve(target: str) -> Any:
 
 def load(name: str) -> Any:
     """The registered object (graph, agent, agent class or factory) for `name`."""
-    graphs = settings.BEAMWEAVER.get("GRAPHS", {})
+    graphs = conf.graphs
     target = graphs.get(name)
     if target is None:
         raise UnknownGraphError(

@@ -5,20 +5,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.conf import settings
 from django.urls import reverse
 
+from beamweaver_core.conf import conf
 from reviews import permissions
 from reviews.models import NotificationEvent, ReviewItem
 from reviews.notifications import channels, outbox
 from reviews.permissions import policy_allows
 
-DEFAULT_BASE_URL = "http://localhost:8000"
-
 
 def item_url(item: ReviewItem) -> str:
     """The deep link to the item's page (`BEAMWEAVER["BASE_URL"]` + its path)."""
-    base = str(settings.BEAMWEAVER.get("BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
+    base = conf.base_url.rstrip("/")
     return base + reverse("reviews:item", args=[item.pk])
 
 
@@ -94,4 +92,4 @@ def notify(event: str, item: ReviewItem) -> int:
     return queued
 
 
-__all__ = ["DEFAULT_BASE_URL", "audience", "item_url", "notify", "payload", "summary"]
+__all__ = ["audience", "item_url", "notify", "payload", "summary"]

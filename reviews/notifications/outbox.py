@@ -13,17 +13,15 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from beamweaver_core.conf import conf
 from reviews.models import OutboxMessage, ReviewItem
 from reviews.notifications.channels import DeliveryError, configured
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_MAX_ATTEMPTS = 8
-DEFAULT_BACKOFF_SECONDS = 30.0
 MAX_BACKOFF_SECONDS = 6 * 3600.0
 
 
@@ -50,7 +48,7 @@ def enqueue(
 
 def backoff(attempts: int) -> timedelta:
     """The wait after the `attempts`-th failure: base, 2 x base, 4 x base, ... capped."""
-    base = float(settings.BEAMWEAVER.get("NOTIFY_BACKOFF_SECONDS", DEFAULT_BACKOFF_SECONDS))
+    base = conf.notify_backoff_seconds
     return timedelta(seconds=min(base * 2 ** max(0, attempts - 1), MAX_BACKOFF_SECONDS))
 
 
@@ -66,7 +64,7 @@ def _next_due(now: datetime) -> OutboxMessage | None:
 def deliver_due(*, now: datetime | None = None, limit: int = 100) -> DeliveryReport:
     """Send up to `limit` due messages; failures are rescheduled or given up on."""
     now = now or timezone.now()
-    max_attempts = int(settings.BEAMWEAVER.get("NOTIFY_MAX_ATTEMPTS", DEFAULT_MAX_ATTEMPTS))
+    max_attempts = conf.notify_max_attempts
     channels = configured()
     sent = retrying = dead = 0
     for _ in range(limit):

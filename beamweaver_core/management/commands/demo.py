@@ -31,6 +31,7 @@ from django.contrib.auth.models import Permission, User
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from beamweaver_core.conf import conf
 from beamweaver_core.demo.mcp_servers import FILES_SERVER, TICKETS_SERVER
 from beamweaver_core.models import Thread
 from beamweaver_core.runtime import service
@@ -141,7 +142,7 @@ class Command(BaseCommand):
             raise CommandError(f"The example MCP server {TICKETS_SERVER.name} did not start.")
         # Declared for this process only: its in-process workers run the demo's runs.
         settings.BEAMWEAVER["MCP_SERVERS"] = {
-            **settings.BEAMWEAVER.get("MCP_SERVERS", {}),
+            **(conf.mcp_servers or {}),
             "demo_files": {
                 "command": sys.executable,
                 "args": [str(FILES_SERVER)],
