@@ -212,8 +212,8 @@ def test_a_run_started_from_the_page_pauses_live_and_completes(sessions: Any) ->
 
     page.wait_for_url("**/threads/**", timeout=WAIT)
     page.wait_for_selector('#thread-status [data-status="interrupted"]', timeout=WAIT)
-    page.wait_for_selector("#thread-items a:has-text('issue_refund')", timeout=WAIT)
-    page.click("#thread-items a:has-text('issue_refund')")
+    page.wait_for_selector("#thread-items .pending-list a:has-text('review item')", timeout=WAIT)
+    page.click("#thread-items .pending-list a:has-text('review item')")
     page.wait_for_selector("#decision-form")
     assert "Refund order 1234 $250" in page.inner_text(".conversation")
     assert "Dana Whitfield" in page.inner_text(".description")

@@ -23,14 +23,22 @@ REFUND = [{"name": "issue_refund", "args": {"order_id": "1234", "amount": 250}}]
 
 
 def _in_first_screen(page: Any, selector: str) -> bool:
-    box = page.locator(selector).first.bounding_box()
+    """Whether the first `selector` lies wholly inside the viewport, once the page has
+    settled: the live socket may swap the rows in just after the load (a moment with no
+    box), so the layout is read again for up to 5 s before it is judged."""
+    page.wait_for_selector(selector, state="visible")
     size = page.viewport_size
-    return bool(
-        box
-        and box["y"] >= 0
-        and box["y"] + box["height"] <= size["height"]
-        and box["x"] + box["width"] <= size["width"]
-    )
+    for _ in range(50):
+        box = page.locator(selector).first.bounding_box()
+        if (
+            box
+            and box["y"] >= 0
+            and box["y"] + box["height"] <= size["height"]
+            and box["x"] + box["width"] <= size["width"]
+        ):
+            return True
+        page.wait_for_timeout(100)
+    return False
 
 
 def test_the_admin_thread_page_shows_state_pending_history_and_links(sessions: Any) -> None:
