@@ -24,7 +24,7 @@ from django.conf import settings
 from django.contrib.auth import urls as auth_urls
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
-from django.urls import URLPattern, path
+from django.urls import URLPattern, URLResolver, path
 
 UNDELIVERED_BACKENDS = frozenset(
     {
@@ -57,8 +57,8 @@ def delivered_mail_only(view: Callable[..., HttpResponse]) -> Callable[..., Http
     return wrapper
 
 
-def _account_url(pattern: URLPattern) -> URLPattern:
-    if pattern.name not in RESET_VIEWS:
+def _account_url(pattern: URLPattern | URLResolver) -> URLPattern | URLResolver:
+    if not isinstance(pattern, URLPattern) or pattern.name not in RESET_VIEWS:
         return pattern
     return path(str(pattern.pattern), delivered_mail_only(pattern.callback), name=pattern.name)
 

@@ -9,17 +9,23 @@ site every registered `ModelAdmin` (ours, the auth app's, any later one) is give
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterable
+from typing import Any, TypeVar
 
 from django.contrib import admin
 from django.core.exceptions import PermissionDenied
+from django.db.models import Model
 from django.http import HttpRequest
 
+_ModelT = TypeVar("_ModelT", bound=Model)
 
-class PermissionFirst(admin.ModelAdmin):
+
+class PermissionFirst(admin.ModelAdmin[_ModelT]):
     """Refuse object pages of a model the user may not view, before looking anything up."""
 
-    def get_object(self, request: HttpRequest, object_id: str, from_field: Any = None) -> Any:
+    def get_object(
+        self, request: HttpRequest, object_id: str, from_field: str | None = None
+    ) -> _ModelT | None:
         if not self.has_view_or_change_permission(request):
             raise PermissionDenied
         return super().get_object(request, object_id, from_field)
@@ -28,7 +34,12 @@ class PermissionFirst(admin.ModelAdmin):
 class BeamWeaverAdminSite(admin.AdminSite):
     """The default admin site (see `apps.BeamWeaverAdminConfig`)."""
 
-    def register(self, model_or_iterable: Any, admin_class: Any = None, **options: Any) -> None:
+    def register(
+        self,
+        model_or_iterable: type[_ModelT] | Iterable[type[_ModelT]],
+        admin_class: type[admin.ModelAdmin[_ModelT]] | None = None,
+        **options: Any,  # ModelAdmin attributes, as Django's `register` takes them
+    ) -> None:
         admin_class = admin_class or admin.ModelAdmin
         if not issubclass(admin_class, PermissionFirst):
             admin_class = type(

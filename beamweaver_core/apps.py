@@ -1,7 +1,12 @@
 from __future__ import annotations
 
+import django_stubs_ext
 from django.apps import AppConfig
 from django.contrib.admin.apps import AdminConfig
+
+# The classes that django-stubs types as generic (`ModelAdmin[Run]`, `TextField[...]`) take
+# type arguments at runtime too; done here, before any app's models or admin are imported.
+django_stubs_ext.monkeypatch()
 
 
 class BeamWeaverCoreConfig(AppConfig):

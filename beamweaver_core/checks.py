@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import importlib.util
-from typing import Any
+from collections.abc import Sequence
 
+from django.apps import AppConfig
 from django.conf import settings
 from django.core import checks
 
@@ -13,7 +14,9 @@ from beamweaver_core.runtime.mcp_servers import config_problems
 
 
 @checks.register(checks.Tags.security, deploy=True)
-def check_allowed_hosts(app_configs: Any, **kwargs: Any) -> list[checks.CheckMessage]:
+def check_allowed_hosts(
+    app_configs: Sequence[AppConfig] | None, **kwargs: object
+) -> list[checks.CheckMessage]:
     """`*` in ALLOWED_HOSTS also disables the websocket Origin check: refuse it."""
     if any(host == "*" or host.startswith(".") for host in settings.ALLOWED_HOSTS):
         return [
@@ -31,7 +34,9 @@ def check_allowed_hosts(app_configs: Any, **kwargs: Any) -> list[checks.CheckMes
 
 
 @checks.register(checks.Tags.security, deploy=True)
-def check_channel_layer(app_configs: Any, **kwargs: Any) -> list[checks.CheckMessage]:
+def check_channel_layer(
+    app_configs: Sequence[AppConfig] | None, **kwargs: object
+) -> list[checks.CheckMessage]:
     backend = settings.CHANNEL_LAYERS.get("default", {}).get("BACKEND", "")
     if backend.endswith("InMemoryChannelLayer"):
         return [
@@ -45,7 +50,9 @@ def check_channel_layer(app_configs: Any, **kwargs: Any) -> list[checks.CheckMes
 
 
 @checks.register(checks.Tags.security, deploy=True)
-def check_email_backend(app_configs: Any, **kwargs: Any) -> list[checks.CheckMessage]:
+def check_email_backend(
+    app_configs: Sequence[AppConfig] | None, **kwargs: object
+) -> list[checks.CheckMessage]:
     """Mail that is printed (or written, or dropped) instead of delivered: notifications
     never arrive, and password reset is off (its links would be printed to the log)."""
     if mail_is_delivered():
@@ -65,8 +72,10 @@ def check_email_backend(app_configs: Any, **kwargs: Any) -> list[checks.CheckMes
 
 
 @checks.register(checks.Tags.database, deploy=True)
-def check_conn_max_age(app_configs: Any, **kwargs: Any) -> list[checks.CheckMessage]:
-    errors = []
+def check_conn_max_age(
+    app_configs: Sequence[AppConfig] | None, **kwargs: object
+) -> list[checks.CheckMessage]:
+    errors: list[checks.CheckMessage] = []
     for alias, db in settings.DATABASES.items():
         if db.get("CONN_MAX_AGE", 0) != 0:
             errors.append(
@@ -80,9 +89,11 @@ def check_conn_max_age(app_configs: Any, **kwargs: Any) -> list[checks.CheckMess
 
 
 @checks.register()
-def check_graph_registry(app_configs: Any, **kwargs: Any) -> list[checks.CheckMessage]:
+def check_graph_registry(
+    app_configs: Sequence[AppConfig] | None, **kwargs: object
+) -> list[checks.CheckMessage]:
     graphs = getattr(settings, "BEAMWEAVER", {}).get("GRAPHS", {})
-    errors = []
+    errors: list[checks.CheckMessage] = []
     if not isinstance(graphs, dict):
         return [
             checks.Error(
@@ -103,10 +114,12 @@ def check_graph_registry(app_configs: Any, **kwargs: Any) -> list[checks.CheckMe
 
 
 @checks.register()
-def check_mcp_servers(app_configs: Any, **kwargs: Any) -> list[checks.CheckMessage]:
+def check_mcp_servers(
+    app_configs: Sequence[AppConfig] | None, **kwargs: object
+) -> list[checks.CheckMessage]:
     """`BEAMWEAVER["MCP_SERVERS"]` is well formed, and the `mcp` SDK is there to use it."""
     servers = getattr(settings, "BEAMWEAVER", {}).get("MCP_SERVERS", {})
-    errors = [
+    errors: list[checks.CheckMessage] = [
         checks.Error(
             problem,
             hint="See the MCP section of docs/tools-and-models.md for the options.",

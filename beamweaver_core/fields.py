@@ -8,7 +8,7 @@ from typing import Any
 from django.db import models
 
 
-class ExactJSONField(models.TextField):
+class ExactJSONField(models.TextField[Any, Any]):  # JSON values, set and got
     """JSON kept as text, byte for byte.
 
     Postgres `jsonb` rewrites numbers (`1e16` comes back as an integer, `-0.0` as `0.0`), so
@@ -16,6 +16,9 @@ class ExactJSONField(models.TextField):
     """
 
     description = "JSON stored as exact text"
+    # What the django-stubs plugin reads as the field's Python type (any JSON value).
+    _pyi_private_set_type: Any
+    _pyi_private_get_type: Any
 
     def from_db_value(self, value: Any, expression: Any, connection: Any) -> Any:
         return None if value is None else json.loads(value)

@@ -23,7 +23,11 @@ def serve(host: str, port: int, *, ready: Callable[[], None] | None = None) -> N
     from daphne.server import Server
     from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
 
-    application = RequestContext(ASGIStaticFilesHandler(get_default_application()), access_log=True)
+    # The handler wraps any ASGI application (Django's own code passes it a router too);
+    # django-stubs types its argument as Django's `ASGIHandler` only.
+    router = get_default_application()
+    static = ASGIStaticFilesHandler(router)  # type: ignore[arg-type]
+    application = RequestContext(static, access_log=True)
     Server(
         application=application,
         endpoints=build_endpoint_description_strings(host=host, port=port),

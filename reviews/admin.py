@@ -37,7 +37,7 @@ from reviews.permissions import can_review, reviewers
 
 
 @admin.register(ReviewItem)
-class ReviewItemAdmin(ReadOnlyAdmin):
+class ReviewItemAdmin(ReadOnlyAdmin[ReviewItem]):
     list_display = (
         "id",
         "kind",
@@ -67,7 +67,7 @@ class ReviewItemAdmin(ReadOnlyAdmin):
 
 
 @admin.register(Decision)
-class DecisionAdmin(ReadOnlyAdmin):
+class DecisionAdmin(ReadOnlyAdmin[Decision]):
     list_display = ("item", "summary", "user", "reason_code", "source", "created_at")
     list_filter = ("source", "outcome", "reason_code")
     search_fields = ("item__thread__id", username_path("user"), "client_decision_id")
@@ -80,7 +80,7 @@ class DecisionAdmin(ReadOnlyAdmin):
 
 
 @admin.register(AuditEvent)
-class AuditEventAdmin(ReadOnlyAdmin):
+class AuditEventAdmin(ReadOnlyAdmin[AuditEvent]):
     list_display = (
         "at",
         "actor_name",
@@ -111,14 +111,14 @@ class AuditEventAdmin(ReadOnlyAdmin):
 
 
 @admin.register(Approval)
-class ApprovalAdmin(ReadOnlyAdmin):
+class ApprovalAdmin(ReadOnlyAdmin[Approval]):
     list_display = ("item", "user", "source", "created_at")
     search_fields = ("item__thread__id", username_path("user"))
     exclude = ("body_json",)
 
 
 @admin.register(ReviewPolicy)
-class ReviewPolicyAdmin(admin.ModelAdmin):
+class ReviewPolicyAdmin(admin.ModelAdmin[ReviewPolicy]):
     list_display = (
         "name",
         "graph",
@@ -175,7 +175,7 @@ class ApiTokenForm(forms.ModelForm):  # type: ignore[type-arg]
 
 
 @admin.register(ApiToken)
-class ApiTokenAdmin(admin.ModelAdmin):
+class ApiTokenAdmin(admin.ModelAdmin[ApiToken]):
     """Staff create and revoke their own tokens; only a superuser sees everyone's, and may
     create one for another reviewer (audited, as every token issued or revoked is)."""
 
@@ -238,7 +238,7 @@ class ApiTokenAdmin(admin.ModelAdmin):
 
 
 @admin.register(OutboxMessage)
-class OutboxMessageAdmin(admin.ModelAdmin):
+class OutboxMessageAdmin(admin.ModelAdmin[OutboxMessage]):
     """Read-only rows; `send_again` needs the change permission."""
 
     list_display = (
@@ -273,6 +273,6 @@ class OutboxMessageAdmin(admin.ModelAdmin):
 
 
 @admin.register(NotificationPreference)
-class NotificationPreferenceAdmin(admin.ModelAdmin):
+class NotificationPreferenceAdmin(admin.ModelAdmin[NotificationPreference]):
     list_display = ("user", "email_enabled")
     search_fields = (username_path("user"),)

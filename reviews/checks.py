@@ -4,8 +4,10 @@ surfacing later in a sweep."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
+from django.apps import AppConfig
 from django.conf import settings
 from django.core import checks
 from django.utils.module_loading import import_string
@@ -21,7 +23,9 @@ def _conf() -> dict[str, Any]:
 
 
 @checks.register()
-def check_review_policies(app_configs: Any, **kwargs: Any) -> list[checks.CheckMessage]:
+def check_review_policies(
+    app_configs: Sequence[AppConfig] | None, **kwargs: object
+) -> list[checks.CheckMessage]:
     raw = _conf().get("REVIEW_POLICIES") or []
     if not isinstance(raw, list):
         return [checks.Error("BEAMWEAVER['REVIEW_POLICIES'] must be a list.", id="beamweaver.E020")]
@@ -54,7 +58,9 @@ def check_review_policies(app_configs: Any, **kwargs: Any) -> list[checks.CheckM
 
 
 @checks.register()
-def check_rejection_reasons(app_configs: Any, **kwargs: Any) -> list[checks.CheckMessage]:
+def check_rejection_reasons(
+    app_configs: Sequence[AppConfig] | None, **kwargs: object
+) -> list[checks.CheckMessage]:
     raw = _conf().get("REVIEW_REJECTION_REASONS")
     if raw is None:
         return []
@@ -75,7 +81,9 @@ def check_rejection_reasons(app_configs: Any, **kwargs: Any) -> list[checks.Chec
 
 
 @checks.register()
-def check_webhooks(app_configs: Any, **kwargs: Any) -> list[checks.CheckMessage]:
+def check_webhooks(
+    app_configs: Sequence[AppConfig] | None, **kwargs: object
+) -> list[checks.CheckMessage]:
     raw = _conf().get("REVIEW_WEBHOOKS") or []
     errors: list[checks.CheckMessage] = []
     if not isinstance(raw, list):
@@ -102,7 +110,9 @@ def check_webhooks(app_configs: Any, **kwargs: Any) -> list[checks.CheckMessage]
 
 
 @checks.register()
-def check_notification_channels(app_configs: Any, **kwargs: Any) -> list[checks.CheckMessage]:
+def check_notification_channels(
+    app_configs: Sequence[AppConfig] | None, **kwargs: object
+) -> list[checks.CheckMessage]:
     raw = _conf().get("REVIEW_NOTIFICATION_CHANNELS")
     if raw is None:
         return []

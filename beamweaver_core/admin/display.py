@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, TypeVar
 
 from django.contrib import admin
+from django.db.models import Model
 from django.http import HttpRequest
 from django.utils.html import format_html
 
 from beamweaver_core import redaction
+
+_ModelT = TypeVar("_ModelT", bound=Model)
 
 
 def pretty_json(value: Any) -> str:
@@ -23,14 +26,14 @@ def pretty_json(value: Any) -> str:
     return format_html('<pre class="bw-json">{}</pre>', redaction.pretty_json(value))
 
 
-class ReadOnlyAdmin(admin.ModelAdmin):
+class ReadOnlyAdmin(admin.ModelAdmin[_ModelT]):
     """Storage rows: viewable by staff, never edited by hand."""
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+    def has_change_permission(self, request: HttpRequest, obj: _ModelT | None = None) -> bool:
         return False
 
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+    def has_delete_permission(self, request: HttpRequest, obj: _ModelT | None = None) -> bool:
         return False

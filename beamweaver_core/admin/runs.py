@@ -19,7 +19,7 @@ from beamweaver_core.runtime import service
 
 
 @admin.register(Run)
-class RunAdmin(ReadOnlyAdmin):
+class RunAdmin(ReadOnlyAdmin[Run]):
     list_display = (
         "id",
         "thread",

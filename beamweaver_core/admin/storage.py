@@ -24,7 +24,7 @@ logger = logging.getLogger(__name__)
 
 
 @admin.register(Checkpoint)
-class CheckpointAdmin(ReadOnlyAdmin):
+class CheckpointAdmin(ReadOnlyAdmin[Checkpoint]):
     list_display = ("thread", "ns", "seq", "step", "source", "checkpoint_id", "created_at")
     list_filter = ("source", "thread__graph")
     search_fields = ("thread__id", "checkpoint_id")
@@ -95,7 +95,7 @@ class CheckpointAdmin(ReadOnlyAdmin):
 
 
 @admin.register(CheckpointBlob)
-class CheckpointBlobAdmin(ReadOnlyAdmin):
+class CheckpointBlobAdmin(ReadOnlyAdmin[CheckpointBlob]):
     list_display = ("thread", "ns", "channel", "version")
     search_fields = ("thread__id", "channel")
     readonly_fields = ("thread", "ns", "channel", "version", "blob_json")
@@ -107,7 +107,7 @@ class CheckpointBlobAdmin(ReadOnlyAdmin):
 
 
 @admin.register(CheckpointWrite)
-class CheckpointWriteAdmin(ReadOnlyAdmin):
+class CheckpointWriteAdmin(ReadOnlyAdmin[CheckpointWrite]):
     list_display = ("thread", "ns", "checkpoint_id", "task_id")
     search_fields = ("thread__id", "checkpoint_id", "task_id")
     readonly_fields = ("thread", "ns", "checkpoint_id", "task_id", "record_json")
@@ -119,7 +119,7 @@ class CheckpointWriteAdmin(ReadOnlyAdmin):
 
 
 @admin.register(RunEvent)
-class RunEventAdmin(ReadOnlyAdmin):
+class RunEventAdmin(ReadOnlyAdmin[RunEvent]):
     list_display = ("created_at", "thread", "run", "seq", "event", "node")
     list_filter = ("event",)
     search_fields = ("thread__id",)
@@ -132,7 +132,7 @@ class RunEventAdmin(ReadOnlyAdmin):
 
 
 @admin.register(WorkerHeartbeat)
-class WorkerHeartbeatAdmin(ReadOnlyAdmin):
+class WorkerHeartbeatAdmin(ReadOnlyAdmin[WorkerHeartbeat]):
     """Worker processes and their liveness (`runtime.heartbeats`)."""
 
     list_display = (

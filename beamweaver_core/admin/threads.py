@@ -17,7 +17,7 @@ from beamweaver_core.models import Thread
 
 
 @admin.register(Thread)
-class ThreadAdmin(ReadOnlyAdmin):
+class ThreadAdmin(ReadOnlyAdmin[Thread]):
     list_display = ("id", "graph", "status", "created_at", "updated_at")
     list_filter = ("graph", "status")
     search_fields = ("id",)

@@ -6,9 +6,14 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
 from beamweaver_core.agent.tools import FunctionTool, Tool
+
+if TYPE_CHECKING:
+    # For the type only: the engine imports the optional langchain-core only for a LangChain
+    # tool it was given (`as_tool`).
+    from langchain_core.tools import BaseTool
 
 
 class Toolset(Protocol):
@@ -79,7 +84,7 @@ def _is_langchain_tool(value: Any) -> bool:
     return module is not None and isinstance(value, module.BaseTool)
 
 
-ToolLike = Tool | type[Tool] | Callable[..., Any] | Toolset
+ToolLike: TypeAlias = "Tool | type[Tool] | Callable[..., Any] | Toolset | BaseTool"
 """One entry of an agent's `tools=`."""
 
 __all__ = ["ToolLike", "Toolset", "as_tool", "expand_tools"]

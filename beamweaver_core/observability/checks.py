@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
 
+from django.apps import AppConfig
 from django.core import checks
 
 from beamweaver_core.conf import conf
@@ -11,7 +12,9 @@ from beamweaver_core.observability import access
 
 
 @checks.register()
-def check_metrics_access(app_configs: Any, **kwargs: Any) -> list[checks.CheckMessage]:
+def check_metrics_access(
+    app_configs: Sequence[AppConfig] | None, **kwargs: object
+) -> list[checks.CheckMessage]:
     """`METRICS_ACCESS` is a known mode, and token mode has a long enough token."""
     how = conf.metrics_access
     if how not in access.MODES:
@@ -37,7 +40,9 @@ def check_metrics_access(app_configs: Any, **kwargs: Any) -> list[checks.CheckMe
 
 
 @checks.register()
-def check_trace_arguments(app_configs: Any, **kwargs: Any) -> list[checks.CheckMessage]:
+def check_trace_arguments(
+    app_configs: Sequence[AppConfig] | None, **kwargs: object
+) -> list[checks.CheckMessage]:
     """`TRACE_TOOL_ARGUMENTS` is a boolean (a string "false" would switch it on)."""
     value = conf.trace_tool_arguments
     if not isinstance(value, bool):

@@ -62,10 +62,11 @@ def registry() -> CollectorRegistry:
     if instruments.MULTIPROCESS:
         from prometheus_client import multiprocess
 
-        multiprocess.MultiProcessCollector(combined)
+        # prometheus_client leaves this constructor unannotated.
+        multiprocess.MultiProcessCollector(combined)  # type: ignore[no-untyped-call]
     else:
-        combined.register(_ThisProcess())  # type: ignore[arg-type]
-    combined.register(DatabaseCollector())  # type: ignore[arg-type]
+        combined.register(_ThisProcess())
+    combined.register(DatabaseCollector())
     return combined
 
 

@@ -18,11 +18,14 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import ClassVar
 
 from django.core.exceptions import ImproperlyConfigured
 from django.db.backends.base.base import NO_DB_ALIAS
 from django.db.backends.postgresql import base
+from psycopg import Connection
+from psycopg.rows import TupleRow
 from psycopg_pool import ConnectionPool
 
 logger = logging.getLogger(__name__)
@@ -33,7 +36,7 @@ class CheckedPool(ConnectionPool):
     every idle connection may have been killed together, so up to the pool's size (+ 2)
     tries, each a failed no-op on a closed socket, before the pool's own wait."""
 
-    def getconn(self, timeout: float | None = None) -> Any:
+    def getconn(self, timeout: float | None = None) -> Connection[TupleRow]:
         deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
         for _ in range(self.max_size + 2):
             conn = super().getconn(max(0.001, deadline - time.monotonic()))
@@ -48,6 +51,10 @@ class CheckedPool(ConnectionPool):
 
 
 class DatabaseWrapper(base.DatabaseWrapper):
+    # Django's psycopg backend defines these two; django-stubs leaves its private names out.
+    _connection_pools: ClassVar[dict[str, ConnectionPool]]
+    _configure_connection: Callable[[Connection[TupleRow]], None]
+
     @property
     def pool(self) -> ConnectionPool | None:
         options = self.settings_dict["OPTIONS"].get("pool")

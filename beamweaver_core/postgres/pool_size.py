@@ -19,6 +19,7 @@ import logging
 import os
 
 from django.db import connections
+from psycopg_pool import ConnectionPool
 
 logger = logging.getLogger(__name__)
 
@@ -47,7 +48,10 @@ def set_pool_size(max_size: int, using: str = "default") -> int | None:
         return int(options["max_size"])
     options["max_size"] = max_size
     options["min_size"] = min(int(options.get("min_size", 1)), max_size)
-    pool = type(connections[using])._connection_pools.get(using)
+    # Django's psycopg backend keeps its pools in a private class attribute, which django-stubs
+    # leaves out (any pooled backend is that one or a subclass, like ours).
+    pools: dict[str, ConnectionPool] = type(connections[using])._connection_pools  # type: ignore[attr-defined]
+    pool = pools.get(using)
     if pool is not None:
         pool.resize(options["min_size"], max_size)
     logger.info("Database pool %r: at most %d connections in this process", using, max_size)

@@ -150,7 +150,8 @@ def extend_lease(claim: Claim, lease_seconds: float, using: str = "default") -> 
             "WHERE id = %s AND fencing_token = %s AND status = 'running'",
             [lease_seconds, claim.run_id, claim.token],
         )
-        return cursor.rowcount == 1
+        updated: int = cursor.rowcount
+        return updated == 1
 
 
 def finish_run(
@@ -186,7 +187,8 @@ def release_run(claim: Claim, using: str = "default") -> bool:
             "updated_at = now() WHERE id = %s AND fencing_token = %s AND status = 'running'",
             [claim.run_id, claim.token],
         )
-        return cursor.rowcount == 1
+        updated: int = cursor.rowcount
+        return updated == 1
 
 
 # Queue the thread's oldest waiting run, unless a run of the thread is queued already.

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import threading
 from typing import Any
+from uuid import UUID
 
 from django.db import connections
 
@@ -59,7 +60,7 @@ class PostgresToolLedger:
     def begin(
         self, key: str, *, tool: str, thread_id: str | None, args: dict[str, Any]
     ) -> LedgerEntry:
-        params = {
+        params: dict[str, str | int | UUID] = {
             "run": self.claim.run_id,
             "token": self.claim.token,
             "key": key,
@@ -87,7 +88,7 @@ class PostgresToolLedger:
         """Record the call's result, only while the run still holds its fencing token:
         a zombie that wakes after its tool ran cannot overwrite what the new owner
         recorded (it abandons with `StaleWriterError`)."""
-        params = {
+        params: dict[str, str | int | UUID] = {
             "run": self.claim.run_id,
             "token": self.claim.token,
             "key": key,

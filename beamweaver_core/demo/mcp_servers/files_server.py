@@ -41,7 +41,8 @@ def read_file(path: str) -> str:
 @server.tool()
 def delete_file(path: str, ctx: Context) -> str:
     """Delete a file permanently. Needs human approval."""
-    key = (ctx.request_context.meta or {}).get(IDEMPOTENCY_META_KEY)
+    meta_key = (ctx.request_context.meta or {}).get(IDEMPOTENCY_META_KEY)
+    key = meta_key if isinstance(meta_key, str) else ""
     if key in _answers:
         return _answers[key]
     if path not in FILES:

@@ -11,6 +11,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
 from beamweaver_core.checkpoint.pruning import (
+    PruneReport,
     busy_message,
     chunks,
     drop_thread_storage,
@@ -68,7 +69,9 @@ class Command(BaseCommand):
             raise CommandError("--finished-older-than must be a number of days >= 0.")
         if thread is not None and not Thread.objects.filter(id=thread).exists():
             raise CommandError(f"Thread {thread!r} does not exist.")
-        dropped, pruned, skipped = [], [], []
+        dropped: list[PruneReport] = []
+        pruned: list[PruneReport] = []
+        skipped: list[dict[str, str]] = []
         cutoff = (
             timezone.now() - timedelta(days=finished_older_than)
             if finished_older_than is not None
