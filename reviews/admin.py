@@ -12,17 +12,19 @@ it needs (`permissions=`), so a staff user who may only view a model runs none o
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, ClassVar
 
 from django import forms
 from django.contrib import admin, messages
-from django.db.models import QuerySet
+from django.db.models import ForeignKey, QuerySet
+from django.forms import ModelChoiceField
 from django.http import HttpRequest
 from django.utils import timezone
 
 from beamweaver_core.admin.display import ReadOnlyAdmin, pretty_json
 from beamweaver_core.redaction import redact_text
-from beamweaver_core.users import username_path
+from beamweaver_core.requests import authed_user
+from beamweaver_core.users import User, username_path
 from reviews.models import (
     ApiToken,
     Approval,
@@ -62,7 +64,7 @@ class ReviewItemAdmin(ReadOnlyAdmin[ReviewItem]):
         return ", ".join(obj.tool_names)
 
     @admin.display(description="Payload (redacted)")
-    def payload(self, obj: ReviewItem) -> Any:
+    def payload(self, obj: ReviewItem) -> str:
         return pretty_json(obj.payload_json)
 
 
@@ -75,7 +77,7 @@ class DecisionAdmin(ReadOnlyAdmin[Decision]):
     readonly_fields = ("answer",)
 
     @admin.display(description="Answer (redacted)")
-    def answer(self, obj: Decision) -> Any:
+    def answer(self, obj: Decision) -> str:
         return pretty_json(obj.answer_json)
 
 
@@ -98,11 +100,11 @@ class AuditEventAdmin(ReadOnlyAdmin[AuditEvent]):
     readonly_fields = ("answer", "edit_diff", "details")
 
     @admin.display(description="decision")
-    def answer(self, obj: AuditEvent) -> Any:
+    def answer(self, obj: AuditEvent) -> str:
         return pretty_json(json.dumps(obj.decision))
 
     @admin.display(description="diff")
-    def edit_diff(self, obj: AuditEvent) -> Any:
+    def edit_diff(self, obj: AuditEvent) -> str:
         return pretty_json(json.dumps(obj.diff))
 
     @admin.display(description="message")
@@ -154,10 +156,11 @@ class ReviewPolicyAdmin(admin.ModelAdmin[ReviewPolicy]):
     )
 
 
-class ApiTokenForm(forms.ModelForm):  # type: ignore[type-arg]
+class ApiTokenForm(forms.ModelForm[ApiToken]):
     """A new token: its owner must hold the reviewer permission (a token acts as them)."""
 
-    owner: Any = None
+    owner: ClassVar[User | None] = None
+    """Who creates the token (set on the form class `get_form` makes for a request)."""
 
     class Meta:
         model = ApiToken
@@ -187,9 +190,10 @@ class ApiTokenAdmin(admin.ModelAdmin[ApiToken]):
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[ApiToken]:
         tokens = super().get_queryset(request)
-        return tokens if request.user.is_superuser else tokens.filter(user=request.user)
+        user = authed_user(request)
+        return tokens if user.is_superuser else tokens.filter(user=user)
 
-    def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+    def get_fields(self, request: HttpRequest, obj: ApiToken | None = None) -> tuple[str, ...]:
         if obj is None:
             # The user field is offered to superusers only: staff create their own tokens.
             if request.user.is_superuser:
@@ -197,41 +201,56 @@ class ApiTokenAdmin(admin.ModelAdmin[ApiToken]):
             return ("name", "expires_at")
         return ("name", "user", "key", "created_at", "last_used_at", "expires_at", "revoked_at")
 
-    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+    def get_readonly_fields(
+        self, request: HttpRequest, obj: ApiToken | None = None
+    ) -> tuple[str, ...]:
         if obj is None:
             return ()
         return ("user", "key", "created_at", "last_used_at", "revoked_at")
 
     def get_form(
-        self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any
-    ) -> Any:
+        self,
+        request: HttpRequest,
+        obj: ApiToken | None = None,
+        change: bool = False,
+        **kwargs: Any,  # modelform_factory's options, as Django's `get_form` takes them
+    ) -> type[forms.ModelForm[ApiToken]]:
         form = super().get_form(request, obj, change, **kwargs)
-        form.owner = request.user
+        if issubclass(form, ApiTokenForm):  # always: `form` is built from `self.form`
+            form.owner = authed_user(request)
         return form
 
-    def formfield_for_foreignkey(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
+    def formfield_for_foreignkey(
+        self,
+        db_field: ForeignKey[Any, Any],
+        request: HttpRequest,
+        **kwargs: Any,  # the form field's options, as Django's method takes them
+    ) -> ModelChoiceField[Any] | None:
         if db_field.name == "user":
             kwargs["queryset"] = reviewers().order_by(username_path())
         return super().formfield_for_foreignkey(db_field, request, **kwargs)
 
-    def save_model(self, request: HttpRequest, obj: ApiToken, form: Any, change: bool) -> None:
+    def save_model(
+        self, request: HttpRequest, obj: ApiToken, form: forms.ModelForm[ApiToken], change: bool
+    ) -> None:
         if change:
             super().save_model(request, obj, form, change)
             return
-        if not request.user.is_superuser:
-            obj.user = request.user
-        raw = ApiToken.objects.save_new(obj, by=request.user, source="admin")
+        user = authed_user(request)
+        if not user.is_superuser:
+            obj.user = user
+        raw = ApiToken.objects.save_new(obj, by=user, source="admin")
         messages.warning(
             request, f"Copy the token now, it is not shown again: {raw}", extra_tags="token"
         )
 
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+    def has_delete_permission(self, request: HttpRequest, obj: ApiToken | None = None) -> bool:
         return False
 
     @admin.action(description="Revoke the selected tokens", permissions=["change"])
     def revoke(self, request: HttpRequest, queryset: QuerySet[ApiToken]) -> None:
         count = sum(
-            token.revoke(by=request.user, source="admin")
+            token.revoke(by=authed_user(request), source="admin")
             for token in queryset.filter(revoked_at__isnull=True).select_related("user")
         )
         self.message_user(request, f"{count} token(s) revoked.")
@@ -255,13 +274,15 @@ class OutboxMessageAdmin(admin.ModelAdmin[OutboxMessage]):
     search_fields = ("target", "last_error")
     actions = ("send_again",)
 
-    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+    def get_readonly_fields(
+        self, request: HttpRequest, obj: OutboxMessage | None = None
+    ) -> list[str]:
         return [field.name for field in OutboxMessage._meta.fields]
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+    def has_delete_permission(self, request: HttpRequest, obj: OutboxMessage | None = None) -> bool:
         return False
 
     @admin.action(description="Send again now", permissions=["change"])

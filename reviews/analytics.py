@@ -15,12 +15,13 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.db.models import Count, F, FloatField, Func, QuerySet
+from django.db.models import Count, F, FloatField, Func
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
 from beamweaver_core.users import username_path
 from reviews.models import Decision, ReviewItem
+from reviews.models.items import ReviewItemQuerySet
 
 WINDOWS = (7, 30, 90)
 MAX_DECISIONS = 20_000
@@ -92,7 +93,7 @@ def _tool_label(kind: str, tools: Sequence[str]) -> list[str]:
     return ["(question)" if kind == ReviewItem.Kind.INTERRUPT else "(breakpoint)"]
 
 
-def report(items: QuerySet[ReviewItem], days: int, now: datetime | None = None) -> Report:
+def report(items: ReviewItemQuerySet, days: int, now: datetime | None = None) -> Report:
     """The analytics of `items` (already limited to what the user may see)."""
     now = now or timezone.now()
     since = now - timedelta(days=days)

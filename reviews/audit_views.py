@@ -8,11 +8,13 @@ from typing import Any
 from urllib.parse import quote
 
 from django.db.models import Q
-from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
+from django.http import StreamingHttpResponse
+from django.http.response import HttpResponseBase
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from beamweaver_core.redaction import redact, redact_text
+from beamweaver_core.requests import AuthedRequest
 from reviews import inbox, partials
 from reviews.decorators import reviewer_required
 from reviews.models import AuditEvent
@@ -22,7 +24,7 @@ from reviews.permissions import visible_audit
 AUDIT_PAGE_SIZE = 50
 
 
-def _audit_events(request: HttpRequest) -> tuple[Any, dict[str, str]]:
+def _audit_events(request: AuthedRequest) -> tuple[Any, dict[str, str]]:
     filters = {
         key: str(request.GET.get(key, "")).strip()[:200]
         for key in ("actor", "action", "thread", "graph", "item")
@@ -43,7 +45,7 @@ def _audit_events(request: HttpRequest) -> tuple[Any, dict[str, str]]:
 
 @require_GET
 @reviewer_required
-def audit_view(request: HttpRequest) -> HttpResponse:
+def audit_view(request: AuthedRequest) -> HttpResponseBase:
     """The audit log: every decision and refused attempt; filterable; CSV export."""
     events, filters = _audit_events(request)
     if request.GET.get("format") == "csv":

@@ -4,26 +4,34 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any
+from typing import Concatenate, ParamSpec
 
 from django.contrib.auth.views import redirect_to_login
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest
+from django.http.response import HttpResponseBase
 from django.shortcuts import render
 from django_htmx.http import HttpResponseClientRedirect
+from django_htmx.middleware import HtmxDetails
 
+from beamweaver_core.requests import AuthedRequest, is_authed
 from reviews.roles import can_review
 
+_P = ParamSpec("_P")
 
-def reviewer_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+
+def reviewer_required(
+    view: Callable[Concatenate[AuthedRequest, _P], HttpResponseBase],
+) -> Callable[Concatenate[HttpRequest, _P], HttpResponseBase]:
     """Log in first (an htmx request is sent to the login page as a whole page, never
     swapped into a fragment), then require the reviewer permission (403 page)."""
 
     @functools.wraps(view)
-    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        if not request.user.is_authenticated:
+    def wrapper(request: HttpRequest, /, *args: _P.args, **kwargs: _P.kwargs) -> HttpResponseBase:
+        if not is_authed(request):
             login = redirect_to_login(request.get_full_path())
-            if getattr(request, "htmx", False):
-                current = request.htmx.current_url_abs_path or request.get_full_path()
+            htmx: HtmxDetails | None = getattr(request, "htmx", None)
+            if htmx:
+                current = htmx.current_url_abs_path or request.get_full_path()
                 return HttpResponseClientRedirect(redirect_to_login(current)["Location"])
             return login
         if not can_review(request.user):

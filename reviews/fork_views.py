@@ -6,13 +6,14 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import messages
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods
 
 from beamweaver_core.checkpoint.postgres import PostgresCheckpointer
 from beamweaver_core.exceptions import CheckpointNotFoundError
 from beamweaver_core.redaction import redact
+from beamweaver_core.requests import AuthedRequest
 from beamweaver_core.runtime import registry
 from reviews import forking, payloads
 from reviews.decorators import reviewer_required
@@ -23,7 +24,7 @@ REFUSED_STATUS = {"invalid": 422, "busy": 409}
 
 @require_http_methods(["GET", "POST"])
 @reviewer_required
-def fork_view(request: HttpRequest, thread_id: str, checkpoint_id: str) -> HttpResponse:
+def fork_view(request: AuthedRequest, thread_id: str, checkpoint_id: str) -> HttpResponse:
     """Replay the thread from `checkpoint_id`, or fork it there with edited values."""
     thread = get_object_or_404(visible_threads(request.user), id=thread_id)
     if not forking.may_fork(request.user):

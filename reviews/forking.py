@@ -22,6 +22,7 @@ from beamweaver_core.redaction import REDACTED
 from beamweaver_core.runtime import registry
 from beamweaver_core.runtime.forks import FORK_PERMISSION, ForkError, fork
 from reviews import payloads
+from reviews.forms import choice_field
 from reviews.models import AuditEvent
 from reviews.permissions import can_review
 
@@ -69,7 +70,7 @@ class ForkForm(forms.Form):
         # A key with a reducer merges what is written into its value (a list appends): its
         # field starts empty and takes what to add; the others start with their value.
         self.current = {k: "" if k in merged else payloads.canonical(current.get(k)) for k in keys}
-        self.fields["as_node"].choices = [("", "(as the step's own nodes)")] + [
+        choice_field(self, "as_node").choices = [("", "(as the step's own nodes)")] + [
             (n, n) for n in nodes
         ]
         for position, key in enumerate(keys):

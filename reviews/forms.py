@@ -12,6 +12,15 @@ from reviews import payloads
 from reviews.models import NotificationEvent, NotificationPreference
 
 
+def choice_field(form: forms.BaseForm, name: str) -> forms.ChoiceField:
+    """The form's own copy of its declared choice field `name` (`form.fields` types every
+    field as a plain `Field`), to set the choices of this form."""
+    field = form.fields[name]
+    if not isinstance(field, forms.ChoiceField):
+        raise TypeError(f"{type(form).__name__}.{name} is not a choice field.")
+    return field
+
+
 class StartRunForm(forms.Form):
     """Start a run: a registered graph, and its input (a message for agents)."""
 
@@ -32,7 +41,8 @@ class StartRunForm(forms.Form):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["graph"].choices = [(n, n) for n in registry.registered_names()]
+        self.graph_names = list(registry.registered_names())
+        choice_field(self, "graph").choices = [(n, n) for n in self.graph_names]
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
@@ -94,4 +104,4 @@ def is_agent(name: str) -> bool:
     return isinstance(target, Agent) or (isinstance(target, type) and issubclass(target, Agent))
 
 
-__all__ = ["NotificationPreferenceForm", "StartRunForm", "is_agent"]
+__all__ = ["NotificationPreferenceForm", "StartRunForm", "choice_field", "is_agent"]

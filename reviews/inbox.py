@@ -7,15 +7,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlencode
 
 from django.core.exceptions import EmptyResultSet, FullResultSet
 from django.core.paginator import Page, Paginator
 from django.db import connections
-from django.db.models import Q, QuerySet
+from django.db.models import Model, Q, QuerySet
 
 from reviews.models import ReviewItem
+
+_M = TypeVar("_M", bound=Model)
 
 PAGE_SIZE = 25
 STATUSES = ("pending", "decided", "expired", "cancelled", "all")
@@ -46,9 +48,9 @@ class InboxQuery:
             page=min(page, 10_000),
         )
 
-    def params(self, **changes: Any) -> str:
+    def params(self, **changes: str | int) -> str:
         """The query string of this query with `changes` (empty values left out)."""
-        values = {
+        values: dict[str, str | int] = {
             "graph": self.graph,
             "tool": self.tool,
             "status": self.status if self.status != "pending" else "",
@@ -76,12 +78,14 @@ class InboxQuery:
         return items.order_by("created_at", "id")
 
 
-class CappedPaginator(Paginator):
+class CappedPaginator(Paginator[_M]):
     """Counts the matching rows only as far as the asked page needs: `COUNT_CAP`, or
     through the page after the asked one (deep pages and "Later" keep working).
     `capped`: there are more rows than `count` says (the page shows "+")."""
 
-    def __init__(self, matching: QuerySet[Any], per_page: int, number: Any) -> None:
+    object_list: QuerySet[_M]
+
+    def __init__(self, matching: QuerySet[_M], per_page: int, number: str | int | None) -> None:
         super().__init__(matching, per_page)
         try:
             asked = max(1, int(number or 1))
@@ -97,19 +101,19 @@ class CappedPaginator(Paginator):
         return min(found, self.limit)
 
 
-class BoundedPaginator(CappedPaginator):
+class BoundedPaginator(CappedPaginator[ReviewItem]):
     """The inbox's: counted as `CappedPaginator`, and a page's ids read from the listing
     index before its rows (a deep page's OFFSET then skips index entries, not rows)."""
 
     def __init__(self, matching: QuerySet[ReviewItem], number: int) -> None:
         super().__init__(matching, PAGE_SIZE, number)
 
-    def page(self, number: Any) -> Page[ReviewItem]:
+    def page(self, number: int | str) -> Page[ReviewItem]:
         number = self.validate_number(number)
         bottom = (number - 1) * self.per_page
         ids = list(self.object_list.values_list("pk", flat=True)[bottom : bottom + self.per_page])
         rows = self.object_list.select_related("thread", "claimed_by", "assignee").in_bulk(ids)
-        return self._get_page([rows[pk] for pk in ids if pk in rows], number, self)
+        return Page([rows[pk] for pk in ids if pk in rows], number, self)
 
 
 def page(items: QuerySet[ReviewItem], query: InboxQuery) -> Page[ReviewItem]:

@@ -20,8 +20,9 @@ from django.db.models import Exists, OuterRef, QuerySet, Subquery, Value
 from django.db.models.functions import Concat, Now
 
 from beamweaver_core.models import Thread
+from beamweaver_core.users import AnyUser, User
 from reviews.models import ReviewItem
-from reviews.roles import can_manage, can_review, decider_filter
+from reviews.roles import GROUP_IDS, can_manage, can_review, decider_filter
 
 MODEL_BACKEND = "django.contrib.auth.backends.ModelBackend"
 _TEMPLATES: dict[tuple[str, bool], tuple[str, list[Any], dict[int, str]]] = {}
@@ -106,7 +107,9 @@ class LiveCheck:
         # The membership table's columns are named after the user model (`account_id`
         # for a host's `Account`), so they are asked of the relation, not assumed.
         relation = self.model._meta.get_field("groups")
-        groups = relation.remote_field.through.objects.filter(
+        through = relation.remote_field.through
+        assert through is not None  # a many-to-many field always has its table
+        groups = through._default_manager.filter(
             **{f"{relation.m2m_field_name()}_id": user_pk}
         ).values(f"{relation.m2m_reverse_field_name()}_id")
 
@@ -143,7 +146,7 @@ class LiveCheck:
     def applies() -> bool:
         return list(settings.AUTHENTICATION_BACKENDS) == [MODEL_BACKEND]
 
-    def run(self) -> tuple[Any, str | None] | None:
+    def run(self) -> tuple[User, str | None] | None:
         """(the fresh user, the session's data or None) or None without a user row."""
         database = self.model._default_manager.db
         connection = connections[database]
@@ -165,18 +168,22 @@ class LiveCheck:
         n = len(self.fields)
         user = self.model.from_db(database, self.fields, row[:n])
         extra = dict(zip(self.extra, row[n:], strict=True))
-        user._bw_group_ids = sorted(extra["bw_groups"] or [])
+        setattr(user, GROUP_IDS, sorted(extra["bw_groups"] or []))
         if not user.is_superuser:  # a superuser's permissions are never read (has_perm)
             own, through_groups = set(extra["bw_user_perms"]), set(extra["bw_group_perms"])
-            # What ModelBackend.get_all_permissions caches, read in this statement.
-            user._user_perm_cache = own
-            user._group_perm_cache = through_groups
-            user._perm_cache = own | through_groups
+            # What ModelBackend.get_all_permissions caches (under these attribute names),
+            # read in this statement.
+            for cache, names in (
+                ("_user_perm_cache", own),
+                ("_group_perm_cache", through_groups),
+                ("_perm_cache", own | through_groups),
+            ):
+                setattr(user, cache, names)
         self.exists = bool(extra.get("bw_exists", True))
         self.hidden = bool(extra.get("bw_hidden", False))
         return user, extra["bw_session"]
 
-    def sees(self, user: Any) -> bool:
+    def sees(self, user: AnyUser | None) -> bool:
         """Whether `user` (from the last `run()`) may see the page's thread or item: as
         `visible_threads` / `visible_items`, managers everything, others what hides
         nothing from them (a thread) or what they decide (an item)."""

@@ -8,11 +8,11 @@ from datetime import timedelta
 from typing import Any
 
 from django.db.models import QuerySet
-from django.http import HttpRequest
 from django.template.loader import render_to_string
 from django.utils import timezone
 
 from beamweaver_core.models import Run, Thread
+from beamweaver_core.requests import Request
 from beamweaver_core.users import username_path
 from reviews import cancelling, inbox, quorum, reasons, threads
 from reviews.models import Decision, ReviewItem, ReviewPresence
@@ -27,7 +27,7 @@ ITEM = "reviews/item.html"
 THREAD = "reviews/thread.html"
 
 
-def for_request(request: HttpRequest, template: str, partial: str) -> str:
+def for_request(request: Request, template: str, partial: str) -> str:
     """The template to render for `request`: an htmx request gets only the partial
     named after the element it replaces (`template#partial`), a plain one the page."""
     return f"{template}#{partial}" if request.htmx else template

@@ -18,13 +18,14 @@ and an item claimed by someone else waits for its claimer.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypeVar
 
 from django.db.models import Exists, OuterRef, Q, QuerySet
 
 from beamweaver_core.models import Thread
+from beamweaver_core.users import AnyUser, User
 from reviews.live_check import LiveCheck
-from reviews.models import ReviewItem
+from reviews.models import AuditEvent, ReviewItem
 from reviews.roles import (
     MANAGE_PERMISSION,
     REVEAL_PERMISSION,
@@ -39,13 +40,15 @@ from reviews.roles import (
     visible_items,
 )
 
+_Events = TypeVar("_Events", bound=QuerySet[AuditEvent])
 
-def is_decider(user: Any, item: Any) -> bool:
+
+def is_decider(user: AnyUser | None, item: ReviewItem) -> bool:
     """Whether the item's policy lets `user` decide it (the same rule as `visible_items`)."""
     return can_review(user) and policy_allows(user, item)
 
 
-def policy_allows(user: Any, item: Any) -> bool:
+def policy_allows(user: User, item: ReviewItem) -> bool:
     """Whether the item's policy names `user` among its deciders, for a user already known
     to hold the reviewer permission (e.g. one of `reviewers()`: no permission queries)."""
     if not item.reviewer_group_ids and not item.responder_ids:
@@ -58,11 +61,11 @@ def policy_allows(user: Any, item: Any) -> bool:
     return item.escalated_at is not None and item.escalation_group_id in groups
 
 
-def _hidden_item_ids(user: Any) -> QuerySet[Any]:
+def _hidden_item_ids(user: User) -> QuerySet[ReviewItem]:
     return ReviewItem.objects.exclude(decider_filter(user))
 
 
-def visible_threads(user: Any) -> Any:
+def visible_threads(user: AnyUser | None) -> QuerySet[Thread]:
     """The threads `user` may see (a queryset; empty without the permission): all of them
     for managers; for other reviewers, those without a review item they may not see (a
     thread's state and history show what its items review)."""
@@ -75,7 +78,7 @@ def visible_threads(user: Any) -> Any:
     return Thread.objects.filter(~Exists(_hidden_item_ids(user).filter(thread_id=OuterRef("id"))))
 
 
-def visible_audit(user: Any, events: QuerySet[Any]) -> QuerySet[Any]:
+def visible_audit(user: AnyUser | None, events: _Events) -> _Events:
     """The audit events `user` may read: managers all of them; other reviewers those of
     items they may see, and their own events of no item (an attempt on an item that does
     not exist). Events whose item was deleted since are left to managers: they may tell

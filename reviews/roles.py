@@ -8,18 +8,25 @@ over review items' own columns. It imports no model of the inbox, so the models'
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypeGuard, TypeVar
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
-from django.db.models import Q, QuerySet
+from django.db.models import Model, Q, QuerySet
+
+from beamweaver_core.users import AnyUser, User
 
 REVIEW_PERMISSION = "reviews.review"
 MANAGE_PERMISSION = "reviews.manage"
 REVEAL_PERMISSION = "reviews.reveal_secrets"
 
+GROUP_IDS = "_bw_group_ids"
+"""The attribute a user object keeps its group ids in, once read (`group_ids`)."""
 
-def can_review(user: Any) -> bool:
+_Items = TypeVar("_Items", bound=QuerySet[Model])
+
+
+def can_review(user: AnyUser | None) -> TypeGuard[User]:
     """Whether `user` may use the inbox at all (see and decide review items)."""
     return bool(
         user is not None
@@ -29,28 +36,30 @@ def can_review(user: Any) -> bool:
     )
 
 
-def can_manage(user: Any) -> bool:
+def can_manage(user: AnyUser | None) -> TypeGuard[User]:
     """Whether `user` may reassign any item, release claims and extend deadlines."""
-    return can_review(user) and bool(user.has_perm(MANAGE_PERMISSION))
+    return can_review(user) and user.has_perm(MANAGE_PERMISSION)
 
 
-def can_reveal(user: Any) -> bool:
+def can_reveal(user: AnyUser | None) -> TypeGuard[User]:
     """Whether `user` may reveal the secrets redaction withholds from the proposals they
     may see (`reviews.reveal`; every reveal is audited)."""
-    return can_review(user) and bool(user.has_perm(REVEAL_PERMISSION))
+    return can_review(user) and user.has_perm(REVEAL_PERMISSION)
 
 
-def group_ids(user: Any) -> list[int]:
+def group_ids(user: User) -> list[int]:
     """The ids of the user's groups (read once per user object; prefetched groups are
     used as they are)."""
-    cached = getattr(user, "_bw_group_ids", None)
+    cached: list[int] | None = getattr(user, GROUP_IDS, None)
     if cached is None:
         cached = sorted(group.pk for group in user.groups.all())
-        user._bw_group_ids = cached
+        setattr(user, GROUP_IDS, cached)
     return list(cached)
 
 
-def decider_filter(user: Any, groups: Any = None) -> Q:
+def decider_filter(
+    user: User, groups: list[int] | QuerySet[Model, dict[str, int]] | None = None
+) -> Q:
     """The items `user` decides. `groups`: the user's group ids, read from `user` when
     None, or a queryset of them (`values("group_id")`) read in the same statement."""
     if groups is None:
@@ -67,7 +76,7 @@ def decider_filter(user: Any, groups: Any = None) -> Q:
     return rule
 
 
-def visible_items(user: Any, items: QuerySet[Any]) -> QuerySet[Any]:
+def visible_items(user: AnyUser | None, items: _Items) -> _Items:
     """The review items of `items` that `user` may see."""
     if not can_review(user):
         return items.none()
@@ -76,7 +85,7 @@ def visible_items(user: Any, items: QuerySet[Any]) -> QuerySet[Any]:
     return items.filter(decider_filter(user))
 
 
-def _holders(permission: str) -> QuerySet[Any]:
+def _holders(permission: str) -> QuerySet[User]:
     app, codename = permission.split(".")
     ids = Permission.objects.filter(content_type__app_label=app, codename=codename)
     users = get_user_model().objects.filter(is_active=True)
@@ -85,7 +94,7 @@ def _holders(permission: str) -> QuerySet[Any]:
     ).distinct()
 
 
-def reviewers() -> QuerySet[Any]:
+def reviewers() -> QuerySet[User]:
     """Active users with the reviewer permission (directly, through a group, or as
     superusers), their groups prefetched."""
     return _holders(REVIEW_PERMISSION).prefetch_related("groups")
@@ -97,6 +106,7 @@ def manager_ids() -> set[int]:
 
 
 __all__ = [
+    "GROUP_IDS",
     "MANAGE_PERMISSION",
     "REVEAL_PERMISSION",
     "REVIEW_PERMISSION",

@@ -31,9 +31,9 @@ class Waiting:
         item = self.item
         if item is None:
             return "an operator to continue the run" if self.breakpoint else "an answer"
-        if item.claimed_by_id:
+        if item.claimed_by is not None:
             return f"{item.claimed_by.get_username()} (claimed it)"
-        if item.assignee_id:
+        if item.assignee is not None:
             return f"{item.assignee.get_username()} (assigned)"
         who = [str(g) for g in item.policy.get("groups") or []]
         who += [str(r) for r in item.policy.get("responders") or []]

@@ -5,11 +5,12 @@ from __future__ import annotations
 from urllib.parse import quote
 
 from django.contrib import messages
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from beamweaver_core.exceptions import BeamWeaverError
+from beamweaver_core.requests import AuthedRequest
 from beamweaver_core.runtime import service as runtime_service
 from reviews import cancelling, forms, partials
 from reviews.converters import thread_segment
@@ -20,7 +21,7 @@ from reviews.posted import posted, too_large
 
 @require_GET
 @reviewer_required
-def thread_view(request: HttpRequest, thread_id: str) -> HttpResponse:
+def thread_view(request: AuthedRequest, thread_id: str) -> HttpResponse:
     """A thread: status, live run progress, state, history, review items, decisions."""
     thread = get_object_or_404(visible_threads(request.user), id=thread_id)
     context = partials.thread_context(thread, request.user)
@@ -30,7 +31,7 @@ def thread_view(request: HttpRequest, thread_id: str) -> HttpResponse:
 
 @require_POST
 @reviewer_required
-def cancel_run_view(request: HttpRequest, thread_id: str) -> HttpResponse:
+def cancel_run_view(request: AuthedRequest, thread_id: str) -> HttpResponse:
     """Cancel the thread's active run (its pending items are cancelled with it), for who
     may (`reviews.cancelling`)."""
     outcome = cancelling.cancel(request.user, thread_id)
@@ -49,7 +50,7 @@ def cancel_run_view(request: HttpRequest, thread_id: str) -> HttpResponse:
 
 @require_http_methods(["GET", "POST"])
 @reviewer_required
-def start_run_view(request: HttpRequest) -> HttpResponse:
+def start_run_view(request: AuthedRequest) -> HttpResponse:
     """Pick a registered graph, type its input, then watch it on its thread page."""
     if request.method == "POST":
         data = posted(request)
@@ -69,7 +70,7 @@ def start_run_view(request: HttpRequest) -> HttpResponse:
     else:
         form = forms.StartRunForm(initial={"graph": request.GET.get("graph", "")})
         status = 200
-    agents = [name for name, _ in form.fields["graph"].choices if forms.is_agent(str(name))]
+    agents = [name for name in form.graph_names if forms.is_agent(name)]
     return render(
         request, "reviews/start_run.html", {"form": form, "agents": agents}, status=status
     )

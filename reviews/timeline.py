@@ -13,7 +13,8 @@ import logging
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from datetime import datetime
+from typing import Any, overload
 
 from beamweaver_core.checkpoint.postgres import PostgresCheckpointer
 from beamweaver_core.models import Run, Thread
@@ -45,7 +46,8 @@ class Step:
     branch: int
     forked_from: str
     next: tuple[str, ...]
-    created_at: str
+    created_at: datetime | str
+    """When the checkpoint was written ("" when the checkpointer does not say)."""
     values: Mapping[str, Any]
 
     @property
@@ -154,6 +156,14 @@ def _short(value: Any) -> str:
             text += f" (calls {', '.join(calls)})"
         return _clip(f"{value['role']}: {text}")
     return _clip(payloads.canonical(value))
+
+
+@overload
+def _clip(text: str) -> str: ...
+
+
+@overload
+def _clip(text: None) -> None: ...
 
 
 def _clip(text: str | None) -> str | None:

@@ -17,6 +17,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import retarget
 
+from beamweaver_core.requests import AuthedRequest
 from reviews import batch, forms, inbox, partials, reasons, reveal, review_form, services, threads
 from reviews.decorators import reviewer_required
 from reviews.models import NotificationPreference, ReviewItem
@@ -24,7 +25,7 @@ from reviews.permissions import can_reveal
 from reviews.posted import encoding_problems, posted, too_large
 
 
-def _inbox_page(request: HttpRequest, **extra: Any) -> dict[str, Any]:
+def _inbox_page(request: AuthedRequest, **extra: Any) -> dict[str, Any]:
     query = inbox.InboxQuery.from_params(request.GET)
     items = ReviewItem.objects.visible_to(request.user)
     context = partials.inbox_context(items, query)
@@ -37,7 +38,7 @@ def _inbox_page(request: HttpRequest, **extra: Any) -> dict[str, Any]:
 
 @require_GET
 @reviewer_required
-def inbox_view(request: HttpRequest) -> HttpResponse:
+def inbox_view(request: AuthedRequest) -> HttpResponse:
     """Pending items, oldest first; filters, search and pages in the query string."""
     context = _inbox_page(request)
     return render(request, partials.for_request(request, partials.INBOX, "inbox-list"), context)
@@ -48,7 +49,7 @@ _BATCH_ID = re.compile(r"^[A-Za-z0-9]{1,40}$")
 
 @require_POST
 @reviewer_required
-def batch_view(request: HttpRequest) -> HttpResponse:
+def batch_view(request: AuthedRequest) -> HttpResponse:
     """Approve or reject the selected items, each through the decision service; answers
     with the per-item report (and the refreshed list)."""
     data = posted(request)
@@ -86,14 +87,14 @@ def batch_view(request: HttpRequest) -> HttpResponse:
     return render(request, partials.INBOX, context, status=status)
 
 
-def _item_or_404(request: HttpRequest, pk: int) -> ReviewItem:
+def _item_or_404(request: AuthedRequest, pk: int) -> ReviewItem:
     return get_object_or_404(
         ReviewItem.objects.visible_to(request.user).select_related("thread", "run"), pk=pk
     )
 
 
 def _item_page(
-    request: HttpRequest,
+    request: AuthedRequest,
     item: ReviewItem,
     *,
     form: review_form.ReviewForm | None = None,
@@ -121,7 +122,7 @@ def _item_page(
 
 @require_GET
 @reviewer_required
-def item_view(request: HttpRequest, pk: int) -> HttpResponse:
+def item_view(request: AuthedRequest, pk: int) -> HttpResponse:
     """One review item: the conversation, the proposal and the decision form."""
     item = _item_or_404(request, pk)
     if request.htmx and request.htmx.target == "item-status":
@@ -139,7 +140,7 @@ def item_view(request: HttpRequest, pk: int) -> HttpResponse:
 
 @require_POST
 @reviewer_required
-def decide_view(request: HttpRequest, pk: int) -> HttpResponse:
+def decide_view(request: AuthedRequest, pk: int) -> HttpResponse:
     """Decide an item (see `reviews.services.decide` for every outcome)."""
     data = posted(request)
     if data is None:
@@ -180,7 +181,7 @@ def decide_view(request: HttpRequest, pk: int) -> HttpResponse:
 
 @require_POST
 @reviewer_required
-def reveal_view(request: HttpRequest, pk: int) -> HttpResponse:
+def reveal_view(request: AuthedRequest, pk: int) -> HttpResponse:
     """The item page with the secrets redaction withheld from its proposal revealed, for
     a reviewer with `reviews.reveal_secrets`; audited (`reviews.reveal`)."""
     item = _item_or_404(request, pk)
@@ -197,7 +198,7 @@ def reveal_view(request: HttpRequest, pk: int) -> HttpResponse:
 
 @require_POST
 @reviewer_required
-def preview_edit_view(request: HttpRequest, pk: int, index: int) -> HttpResponse:
+def preview_edit_view(request: AuthedRequest, pk: int, index: int) -> HttpResponse:
     """The field-level diff of an edit against the proposal (nothing is decided)."""
     data = posted(request)
     if data is None:
@@ -227,7 +228,7 @@ def preview_edit_view(request: HttpRequest, pk: int, index: int) -> HttpResponse
 
 @require_http_methods(["GET", "POST"])
 @reviewer_required
-def preferences_view(request: HttpRequest) -> HttpResponse:
+def preferences_view(request: AuthedRequest) -> HttpResponse:
     """The reviewer's notification preferences."""
     preference = NotificationPreference.objects.filter(user=request.user).first()
     if preference is None:

@@ -72,9 +72,10 @@ class _WebsocketSplit:
 
 def websocket_application() -> Any:
     """The inbox's websocket routes, origin-checked and authenticated, counted."""
-    return WebsocketCounter(
-        SameOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns)))
-    )
+    # types-channels wants its type-only `URLPattern` whose callback is an ASGI application:
+    # these patterns are those (`reviews.routing`), made with Django's `path`.
+    router = URLRouter(websocket_urlpatterns)  # type: ignore[arg-type]
+    return WebsocketCounter(SameOriginValidator(AuthMiddlewareStack(router)))
 
 
 def beamweaver_application(http: Any, *, websocket: Any = None) -> Any:

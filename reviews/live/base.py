@@ -8,10 +8,12 @@ import logging
 from collections.abc import Hashable
 from typing import Any, cast
 
+from channels.auth import UserLazyObject
 from channels.consumer import get_handler_name
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
+from beamweaver_core.users import User
 from reviews import metrics, realtime
 from reviews.live.rounds import SNAPSHOT, render_round, rounds
 from reviews.live.session import Recheck
@@ -38,6 +40,9 @@ class LiveConsumer(AsyncWebsocketConsumer):
     arrive during a round wait for the next one. One check and render per hint fell
     behind under a burst, until the channel layer's expiry dropped hints
     (bench.hostile cases 25 and 50)."""
+
+    user: User
+    """The user as the last check read them (`still_allowed`)."""
 
     def page_groups(self) -> list[str]:
         """The groups to join (after the check said yes)."""
@@ -72,7 +77,6 @@ class LiveConsumer(AsyncWebsocketConsumer):
         raise NotImplementedError
 
     async def connect(self) -> None:
-        self.user = self.scope.get("user")
         self.joined: list[str] = []
         if not await database_sync_to_async(self.check_handshake)():
             await self.close(code=CLOSE_FORBIDDEN)
@@ -142,11 +146,13 @@ class LiveConsumer(AsyncWebsocketConsumer):
     @property
     def dirty(self) -> dict[Any, Any]:
         """The notes the next round answers."""
-        return self.__dict__.setdefault("_dirty", {})
+        notes: dict[Any, Any] = self.__dict__.setdefault("_dirty", {})
+        return notes
 
     def take_notes(self) -> dict[Any, Any]:
         """The notes so far, for a round (the socket starts noting afresh)."""
-        batch, self._dirty = self.dirty, {}
+        batch = self.dirty
+        self._dirty: dict[Any, Any] = {}
         return batch
 
     def put_back(self, batch: dict[Any, Any]) -> None:
@@ -194,13 +200,15 @@ class LiveConsumer(AsyncWebsocketConsumer):
         if recheck is None:
             key = getattr(self.scope.get("session"), "session_key", None)
             recheck = self._recheck = Recheck(key, self.page())
-        fresh = recheck.fresh_user(self.user, self._allowed_as)
+        # Before the first check, the user the handshake's session named.
+        current: User | UserLazyObject | None = self.__dict__.get("user") or self.scope.get("user")
+        fresh = recheck.fresh_user(current, self._allowed_as)
         if fresh is None:
             return False
         self.user = fresh
         return True
 
-    def _allowed_as(self, user: Any) -> bool:
+    def _allowed_as(self, user: User) -> bool:
         self.user = user
         return self.allowed()
 

@@ -6,15 +6,17 @@ from collections.abc import Hashable
 from typing import Any
 from urllib.parse import parse_qs
 
+from beamweaver_core.users import User
 from reviews import inbox, partials
 from reviews.groups import INBOX_GROUP
 from reviews.live.base import LiveConsumer, item_id_of
 from reviews.live.frames import into_list, split_frames
 from reviews.models import ReviewItem
+from reviews.models.items import ReviewItemQuerySet
 from reviews.permissions import can_manage, group_ids
 
 
-def audience(user: Any) -> Hashable:
+def audience(user: User) -> Hashable:
     """Which items `user` sees, as `reviews.permissions.visible_items` decides it: every
     item for a manager; otherwise the items whose policy names the user or one of their
     groups (so it is the user and their groups)."""
@@ -42,7 +44,7 @@ class InboxConsumer(LiveConsumer):
     def view(self) -> Hashable:
         return (type(self), audience(self.user), self.scope.get("query_string"))
 
-    def _items(self) -> Any:
+    def _items(self) -> ReviewItemQuerySet:
         return ReviewItem.objects.visible_to(self.user)
 
     def snapshot(self) -> str:
@@ -73,7 +75,9 @@ class InboxConsumer(LiveConsumer):
         parts.append(partials.render(partials.INBOX, "inbox-pager", context))
         return split_frames(parts)
 
-    def _row_parts(self, items: Any, context: dict[str, Any], item_id: int) -> list[str]:
+    def _row_parts(
+        self, items: ReviewItemQuerySet, context: dict[str, Any], item_id: int
+    ) -> list[str]:
         """The row, put into the page's list (it replaces the row if the page has it), or
         a marker that removes the row if the page has it (it is not listed there now)."""
         item = items.select_related("thread", "claimed_by", "assignee").filter(pk=item_id).first()

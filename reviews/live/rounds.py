@@ -98,6 +98,7 @@ def render_round(round_: list[tuple[LiveConsumer, dict[Any, Any]]]) -> list[Any]
             # socket, not the round.
             close_old_connections()
     for members in groups.values():
+        rendered: list[list[str]] | list[Exception]
         try:
             rendered = _render_view([round_[index] for index in members])
         except Exception as exc:

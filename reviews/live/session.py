@@ -3,12 +3,17 @@ its user in, and the user may still see the page."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from importlib import import_module
 from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import SESSION_KEY, get_user, get_user_model
+from django.contrib.auth.base_user import AbstractBaseUser
+from django.contrib.auth.models import AnonymousUser
+from django.contrib.sessions.backends.base import SessionBase
 
+from beamweaver_core.users import User
 from reviews.permissions import LiveCheck, can_review
 
 DATABASE_SESSIONS = frozenset(
@@ -17,18 +22,19 @@ DATABASE_SESSIONS = frozenset(
 """Session engines whose table `LiveCheck` reads (for others the store is asked)."""
 
 
-def session_store(key: str | None = None) -> Any:
-    return import_module(settings.SESSION_ENGINE).SessionStore(session_key=key)
+def session_store(key: str | None = None) -> SessionBase:
+    store: SessionBase = import_module(settings.SESSION_ENGINE).SessionStore(session_key=key)
+    return store
 
 
 class _Holder:
     """What `django.contrib.auth.get_user` reads of a request: its session."""
 
-    def __init__(self, session: Any) -> None:
+    def __init__(self, session: SessionBase) -> None:
         self.session = session
 
 
-def logs_in(data: Any, user: Any) -> bool:
+def logs_in(data: str | SessionBase | None, user: User) -> bool:
     """Whether session `data` (as stored, or a loaded store) logs `user` in, decided by
     `django.contrib.auth.get_user` (the backend, the session hash and its fallbacks). The
     store it is given has no key, so a session it refuses is not flushed from the table."""
@@ -36,9 +42,11 @@ def logs_in(data: Any, user: Any) -> bool:
         return False
     if isinstance(data, str):
         store = session_store()
-        store._session_cache = store.decode(data)
+        # The loaded data, as `SessionBase` caches it (a private name, not in the stubs).
+        store._session_cache = store.decode(data)  # type: ignore[attr-defined]
     else:
         store = data
+    # `get_user` reads only the request's session: a `_Holder` stands for the request.
     found = get_user(_Holder(store))  # type: ignore[arg-type]
     return bool(found.is_authenticated) and str(found.pk) == str(user.pk)
 
@@ -57,7 +65,9 @@ class Recheck:
         self.check: LiveCheck | None = None
         self.seen: tuple[Any, ...] | None = None
 
-    def fresh_user(self, user: Any, allowed: Any) -> Any | None:
+    def fresh_user(
+        self, user: AbstractBaseUser | AnonymousUser | None, allowed: Callable[[User], bool]
+    ) -> User | None:
         """The user, read again, if the session still logs them in and they may still
         see the page (`allowed(user)`: the page's own queries, without `LiveCheck`)."""
         key = self.session_key
@@ -71,14 +81,13 @@ class Recheck:
         found = self.check.run()
         if found is None:
             return None
-        fresh, data = found
-        if not in_table:
-            data = session_store(key)
+        fresh, stored = found
+        data = stored if in_table else session_store(key)
         if not self._logs_in(data, fresh) or not self.check.sees(fresh):
             return None
         return fresh
 
-    def _logs_in(self, data: Any, user: Any) -> bool:
+    def _logs_in(self, data: str | SessionBase | None, user: User) -> bool:
         seen = (data, user.pk, user.password) if isinstance(data, str) else None
         if seen is not None and seen == self.seen:
             return True
@@ -87,7 +96,7 @@ class Recheck:
         self.seen = seen
         return True
 
-    def _by_queries(self, user_pk: Any, key: str, allowed: Any) -> Any | None:
+    def _by_queries(self, user_pk: Any, key: str, allowed: Callable[[User], bool]) -> User | None:
         store = session_store(key)
         if str(store.get(SESSION_KEY)) != str(user_pk):
             return None

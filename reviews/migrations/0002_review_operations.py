@@ -7,9 +7,11 @@ import django.utils.timezone
 import reviews.models.notifications
 from django.conf import settings
 from django.db import migrations, models
+from django.db.backends.base.schema import BaseDatabaseSchemaEditor
+from django.db.migrations.state import StateApps
 
 
-def backfill_decision_types(apps, schema_editor):
+def backfill_decision_types(apps: StateApps, schema_editor: BaseDatabaseSchemaEditor) -> None:
     """Earlier decisions kept their types only in the summary ("approve, reject")."""
     Decision = apps.get_model("reviews", "Decision")
     known = {"approve", "edit", "reject", "respond"}

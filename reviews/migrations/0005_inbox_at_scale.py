@@ -11,10 +11,11 @@ the pending items instead). Built concurrently: writes go on meanwhile.
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from django.contrib.postgres.operations import AddIndexConcurrently, RemoveIndexConcurrently
 from django.db import DatabaseError, migrations, models
+from django.db.backends.base.schema import BaseDatabaseSchemaEditor
+from django.db.migrations.state import StateApps
 
 logger = logging.getLogger(__name__)
 
@@ -28,7 +29,7 @@ CREATE INDEX CONCURRENTLY IF NOT EXISTS {SEARCH_INDEX} ON bw_review_item
 """
 
 
-def create_search_index(apps: Any, schema_editor: Any) -> None:
+def create_search_index(apps: StateApps, schema_editor: BaseDatabaseSchemaEditor) -> None:
     with schema_editor.connection.cursor() as cursor:
         cursor.execute("SELECT 1 FROM pg_available_extensions WHERE name = 'pg_trgm'")
         if cursor.fetchone() is None:
@@ -50,7 +51,7 @@ def create_search_index(apps: Any, schema_editor: Any) -> None:
         cursor.execute(_CREATE_SEARCH)
 
 
-def drop_search_index(apps: Any, schema_editor: Any) -> None:
+def drop_search_index(apps: StateApps, schema_editor: BaseDatabaseSchemaEditor) -> None:
     with schema_editor.connection.cursor() as cursor:
         cursor.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {SEARCH_INDEX}")
 

@@ -5,14 +5,15 @@ that exist (read and written in batches of `BATCH`, in id order)."""
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from django.db import migrations, models
+from django.db.backends.base.schema import BaseDatabaseSchemaEditor
+from django.db.migrations.state import StateApps
 
 BATCH = 1000
 
 
-def fill_summaries(apps: Any, schema_editor: Any) -> None:
+def fill_summaries(apps: StateApps, schema_editor: BaseDatabaseSchemaEditor) -> None:
     from reviews.summaries import summarize
 
     items = apps.get_model("reviews", "ReviewItem").objects.using(schema_editor.connection.alias)

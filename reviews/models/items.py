@@ -20,11 +20,12 @@ from django.db import models
 from django.utils import timezone
 
 from beamweaver_core.models import Run, Thread
+from beamweaver_core.users import AnyUser
 from reviews import roles
 
 
 class ReviewItemQuerySet(models.QuerySet["ReviewItem"]):
-    def visible_to(self, user: Any) -> ReviewItemQuerySet:
+    def visible_to(self, user: AnyUser | None) -> ReviewItemQuerySet:
         """The items `user` may see (see `reviews.roles.visible_items`)."""
         return roles.visible_items(user, self)
 

@@ -13,11 +13,12 @@ import hashlib
 import hmac
 import secrets
 from datetime import datetime
-from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, models, transaction
 from django.utils import timezone
+
+from beamweaver_core.users import User
 
 TOKEN_PREFIX = "bw"
 
@@ -33,13 +34,13 @@ def generate() -> tuple[str, str]:
     return key, f"{TOKEN_PREFIX}_{key}_{secrets.token_urlsafe(32)}"
 
 
-def _issuer(by: Any, source: str) -> str:
+def _issuer(by: User | None, source: str) -> str:
     if by is not None:
         return by.get_username() + (" (superuser)" if by.is_superuser else "")
     return "manage.py api_token" if source == "command" else source
 
 
-def _audit(token: ApiToken, action: str, by: Any, source: str) -> None:
+def _audit(token: ApiToken, action: str, by: User | None, source: str) -> None:
     """An audit event (no item) naming the token, its user and who acted."""
     from reviews.models.items import AuditEvent
 
@@ -54,11 +55,11 @@ def _audit(token: ApiToken, action: str, by: Any, source: str) -> None:
 class ApiTokenManager(models.Manager["ApiToken"]):
     def issue(
         self,
-        user: Any,
+        user: User,
         name: str,
         *,
         expires_at: datetime | None = None,
-        by: Any = None,
+        by: User | None = None,
         source: str = "code",
     ) -> tuple[ApiToken, str]:
         """A new token for `user`, and its secret text (shown once, never stored).
@@ -67,7 +68,7 @@ class ApiTokenManager(models.Manager["ApiToken"]):
         token = self.model(user=user, name=name, expires_at=expires_at)
         return token, self.save_new(token, by=by, source=source)
 
-    def save_new(self, token: ApiToken, *, by: Any = None, source: str = "code") -> str:
+    def save_new(self, token: ApiToken, *, by: User | None = None, source: str = "code") -> str:
         """Give the unsaved `token` a fresh key and save it, audited; its secret text."""
         for _ in range(5):
             key, raw = generate()
@@ -123,7 +124,7 @@ class ApiToken(models.Model):
         now = timezone.now()
         return self.revoked_at is None and (self.expires_at is None or self.expires_at > now)
 
-    def revoke(self, *, by: Any = None, source: str = "code") -> bool:
+    def revoke(self, *, by: User | None = None, source: str = "code") -> bool:
         """Stop accepting the token (kept for the record), audited (`token_revoked`);
         whether it was live until now."""
         if self.revoked_at is not None:

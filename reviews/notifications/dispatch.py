@@ -8,6 +8,7 @@ from typing import Any
 from django.urls import reverse
 
 from beamweaver_core.conf import conf
+from beamweaver_core.users import User
 from reviews import permissions
 from reviews.models import NotificationEvent, ReviewItem
 from reviews.notifications import channels, outbox
@@ -20,10 +21,10 @@ def item_url(item: ReviewItem) -> str:
     return base + reverse("reviews:item", args=[item.pk])
 
 
-def audience(event: str, item: ReviewItem) -> list[Any]:
+def audience(event: str, item: ReviewItem) -> list[User]:
     """The users an event concerns (each may see the item)."""
     reviewers = list(permissions.reviewers().order_by("pk"))
-    by_id = {u.pk: u for u in reviewers}
+    by_id: dict[int | None, User] = {u.pk: u for u in reviewers}
     named = [item.claimed_by_id, item.assignee_id]
     if event == NotificationEvent.ASSIGNED:
         chosen = [by_id.get(item.assignee_id)]
@@ -46,7 +47,7 @@ def summary(event: str, item: ReviewItem) -> str:
     """One line saying what happened, for subjects and chat messages."""
     what = ", ".join(item.tool_names) or item.get_kind_display().lower()
     due = f" (due {item.due_at:%Y-%m-%d %H:%M} UTC)" if item.due_at else ""
-    lines = {
+    lines: dict[str, str] = {
         NotificationEvent.CREATED: f"Review needed: item #{item.pk} {what}{due}",
         NotificationEvent.ASSIGNED: f"Assigned to you: item #{item.pk} {what}{due}",
         NotificationEvent.REMINDER: f"Reminder: item #{item.pk} {what} is due soon{due}",

@@ -73,11 +73,11 @@ class Command(BaseCommand):
                 state = "revoked" if t["revoked"] else "live"
                 self.stdout.write(f"bw_{t['key']}_…  {t['name']}  user={t['user']}  {state}")
             return
-        token = ApiToken.objects.select_related("user").filter(key=options["key"]).first()
-        if token is None:
+        found = ApiToken.objects.select_related("user").filter(key=options["key"]).first()
+        if found is None:
             raise CommandError(f"No token with key {options['key']!r} (see `api_token list`).")
-        token.revoke(source="command")
+        found.revoke(source="command")
         if as_json:
-            self.stdout.write(json.dumps(describe(token), sort_keys=True))
+            self.stdout.write(json.dumps(describe(found), sort_keys=True))
         else:
-            self.stdout.write(f"Revoked {token.name} (bw_{token.key}_…).")
+            self.stdout.write(f"Revoked {found.name} (bw_{found.key}_…).")
