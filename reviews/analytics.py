@@ -13,7 +13,6 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
 
 from django.db.models import Count, F, FloatField, Func
 from django.db.models.functions import TruncDate
@@ -169,7 +168,7 @@ def report(items: ReviewItemQuerySet, days: int, now: datetime | None = None) ->
     return result
 
 
-def duration(seconds: Any) -> str:
+def duration(seconds: float | None) -> str:
     """A compact duration: `45s`, `12m`, `3.5h`, `2.1d`."""
     if seconds is None:
         return "—"

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import csv
 import unicodedata
-from typing import Any
+from collections.abc import Iterator
 from urllib.parse import quote
 
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 from django.http import StreamingHttpResponse
 from django.http.response import HttpResponseBase
 from django.shortcuts import render
@@ -24,7 +24,7 @@ from reviews.permissions import visible_audit
 AUDIT_PAGE_SIZE = 50
 
 
-def _audit_events(request: AuthedRequest) -> tuple[Any, dict[str, str]]:
+def _audit_events(request: AuthedRequest) -> tuple[QuerySet[AuditEvent], dict[str, str]]:
     filters = {
         key: str(request.GET.get(key, "")).strip()[:200]
         for key in ("actor", "action", "thread", "graph", "item")
@@ -75,7 +75,7 @@ class _Echo:
 _FORMULA_TRIGGERS = frozenset("=+-@|")
 
 
-def _csv_cell(value: Any) -> str:
+def _csv_cell(value: object) -> str:
     text = "" if value is None else redact_text(str(value))
     if text[:1] in ("\t", "\r", "\n"):
         return "'" + text
@@ -109,10 +109,10 @@ _AUDIT_COLUMNS = (
 )
 
 
-def _audit_csv(events: Any) -> StreamingHttpResponse:
+def _audit_csv(events: QuerySet[AuditEvent]) -> StreamingHttpResponse:
     writer = csv.writer(_Echo())
 
-    def rows() -> Any:
+    def rows() -> Iterator[str]:
         yield writer.writerow(_AUDIT_COLUMNS)
         for event in events.iterator(chunk_size=500):
             values = []

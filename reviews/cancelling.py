@@ -19,13 +19,13 @@ Managers (`reviews.manage`) see every thread but get no right to cancel from tha
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from django.db import transaction
 
 from beamweaver_core.exceptions import BeamWeaverError
 from beamweaver_core.models import Run, Thread
 from beamweaver_core.runtime import service as runtime_service
+from beamweaver_core.users import User
 from reviews.models import ReviewItem
 from reviews.permissions import can_review, visible_threads
 from reviews.rules import Refusal, decision_refusal
@@ -53,7 +53,7 @@ def active_run(thread: Thread) -> Run | None:
     return Run.objects.filter(thread=thread, status__in=ACTIVE).order_by("-created_at").first()
 
 
-def cancel_refusal(user: Any, run: Run) -> Refusal | None:
+def cancel_refusal(user: User, run: Run) -> Refusal | None:
     """Why `user` may not cancel `run` (`None`: they may); see the module's rule. The
     caller has checked that `user` sees the run's thread."""
     if not can_review(user):
@@ -72,12 +72,12 @@ def cancel_refusal(user: Any, run: Run) -> Refusal | None:
     return Refusal(403, "not_allowed", NOT_ALLOWED)
 
 
-def may_cancel(user: Any, run: Run | None) -> bool:
+def may_cancel(user: User, run: Run | None) -> bool:
     """Whether the thread page offers `user` the cancel button for `run`."""
     return run is not None and cancel_refusal(user, run) is None
 
 
-def cancel(user: Any, thread_id: str) -> CancelOutcome:
+def cancel(user: User, thread_id: str) -> CancelOutcome:
     """Cancel the active run of the thread `thread_id` for `user`, if the rule allows."""
     thread = visible_threads(user).filter(id=thread_id).first()
     if thread is None:

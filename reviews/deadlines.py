@@ -30,6 +30,7 @@ from beamweaver_core.agent import HITL
 from beamweaver_core.exceptions import BeamWeaverError, NotAReviewError
 from beamweaver_core.models import Run
 from beamweaver_core.runtime import service as runtime_service
+from beamweaver_core.users import User
 from reviews import realtime
 from reviews.models import AuditEvent, NotificationEvent, ReviewItem
 from reviews.notifications import notify
@@ -60,7 +61,9 @@ class SweepReport:
         }
 
 
-def _audit(item: ReviewItem, action: str, message: str, *, actor: Any = None, **extra: Any) -> None:
+def _audit(
+    item: ReviewItem, action: str, message: str, *, actor: User | None = None, **extra: object
+) -> None:
     source = "web" if actor is not None else "sweeper"
     AuditEvent.objects.about(item, action, message, actor=actor, source=source, **extra)
 
@@ -214,7 +217,7 @@ def _expire(item: ReviewItem, run: Run, now: datetime) -> str:
     return "expired"
 
 
-def extend(item_id: Any, user: Any, by: timedelta) -> tuple[int, str, ReviewItem | None]:
+def extend(item_id: int, user: User, by: timedelta) -> tuple[int, str, ReviewItem | None]:
     """Move the item's deadline `by` later (from now if it passed or there was none);
     managers only. Returns the HTTP status, a message and the item."""
     if not timedelta(0) < by <= MAX_EXTENSION:

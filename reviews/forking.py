@@ -21,6 +21,7 @@ from beamweaver_core.models import Run, Thread
 from beamweaver_core.redaction import REDACTED
 from beamweaver_core.runtime import registry
 from beamweaver_core.runtime.forks import FORK_PERMISSION, ForkError, fork
+from beamweaver_core.users import User
 from reviews import payloads
 from reviews.forms import choice_field
 from reviews.models import AuditEvent
@@ -30,7 +31,7 @@ REPLAY = "replay"
 FORK = "fork"
 
 
-def may_fork(user: Any) -> bool:
+def may_fork(user: User) -> bool:
     """Whether `user` may replay or fork threads they see."""
     return can_review(user) and user.has_perm(FORK_PERMISSION)
 
@@ -131,7 +132,7 @@ class ForkOutcome:
     run: Run | None = None
 
 
-def fork_thread(user: Any, thread: Thread, cleaned: Mapping[str, Any]) -> ForkOutcome:
+def fork_thread(user: User, thread: Thread, cleaned: Mapping[str, Any]) -> ForkOutcome:
     """Replay or fork `thread` as the valid form's data asks, audited."""
     edits = dict(cleaned.get("edits") or {}) if cleaned["mode"] == FORK else {}
     as_node = (cleaned.get("as_node") or None) if edits else None

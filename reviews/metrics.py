@@ -14,9 +14,11 @@ from collections.abc import Iterator
 from typing import Any
 
 from django.db import transaction
+from django.db.backends.utils import CursorWrapper
 from prometheus_client.core import GaugeMetricFamily, Metric
 
 from beamweaver_core.observability import instruments
+from reviews.models import Decision
 
 MAX_SERIES = 200
 """Label sets a pending-items metric reports at most (the rest under tool="other"):
@@ -26,7 +28,7 @@ ANSWER = "answer"
 """The decision type of an answered question or breakpoint (no tool decisions)."""
 
 
-def pending_metrics(cursor: Any) -> Iterator[Metric]:
+def pending_metrics(cursor: CursorWrapper) -> Iterator[Metric]:
     """Pending review items: by graph, kind and tool (an item reviewing several tool
     calls counts under each), the oldest's age, and the items past their deadline."""
     pending = GaugeMetricFamily(
@@ -73,7 +75,9 @@ def pending_metrics(cursor: Any) -> Iterator[Metric]:
     yield from (pending, oldest, overdue)
 
 
-def on_decision_saved(sender: Any, instance: Any, created: bool, **kwargs: Any) -> None:
+def on_decision_saved(
+    sender: type[Decision], instance: Decision, created: bool, **kwargs: object
+) -> None:
     """Count an accepted decision once its transaction commits (`post_save`)."""
     if not created:
         return
@@ -91,11 +95,11 @@ def on_decision_saved(sender: Any, instance: Any, created: bool, **kwargs: Any) 
     transaction.on_commit(count)
 
 
-def _page(consumer: Any) -> str:
+def _page(consumer: object) -> str:
     return type(consumer).__name__.removesuffix("Consumer").lower() or "other"
 
 
-def hint_noted(consumer: Any, message: dict[str, Any]) -> None:
+def hint_noted(consumer: object, message: dict[str, Any]) -> None:
     """A live page noted a hint: remember when the oldest unanswered one was sent."""
     sent = message.get("sent_at")
     if isinstance(sent, int | float):
@@ -103,7 +107,7 @@ def hint_noted(consumer: Any, message: dict[str, Any]) -> None:
         consumer.__dict__["_bw_hint_sent"] = sent if earliest is None else min(earliest, sent)
 
 
-def frames_sent(consumer: Any) -> None:
+def frames_sent(consumer: object) -> None:
     """A live page wrote the frames of its hints: observe how long the oldest took."""
     sent = consumer.__dict__.pop("_bw_hint_sent", None)
     if sent is not None:

@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from beamweaver_core.models import Run, Thread
 from beamweaver_core.requests import Request
-from beamweaver_core.users import username_path
+from beamweaver_core.users import User, username_path
 from reviews import cancelling, inbox, quorum, reasons, threads
 from reviews.models import Decision, ReviewItem, ReviewPresence
 from reviews.permissions import can_manage, is_decider, reviewers
@@ -65,7 +65,7 @@ def inbox_counts_context(items: QuerySet[ReviewItem], query: inbox.InboxQuery) -
     }
 
 
-def item_context(item: ReviewItem, user: Any) -> dict[str, Any]:
+def item_context(item: ReviewItem, user: User) -> dict[str, Any]:
     """The status, decision and presence of one item, for `user`."""
     decision = (
         Decision.objects.select_related("user").filter(item=item).first()
@@ -94,7 +94,7 @@ def item_context(item: ReviewItem, user: Any) -> dict[str, Any]:
     }
 
 
-def routing(item: ReviewItem, user: Any) -> dict[str, Any]:
+def routing(item: ReviewItem, user: User) -> dict[str, Any]:
     """Who decides the item, who holds it, its approvals and deadline, and which of the
     claim / release / reassign / extend actions `user` may take."""
     pending = item.is_pending
@@ -132,7 +132,7 @@ def reviewer_names(*, exclude: int | None = None, limit: int = 200) -> list[str]
     ]
 
 
-def viewers(item: ReviewItem, user: Any) -> list[str]:
+def viewers(item: ReviewItem, user: User) -> list[str]:
     """Who else has the item open right now (usernames, sorted)."""
     since = timezone.now() - PRESENCE_TTL
     names = (
@@ -144,7 +144,7 @@ def viewers(item: ReviewItem, user: Any) -> list[str]:
     return sorted(set(names))
 
 
-def thread_context(thread: Thread, user: Any) -> dict[str, Any]:
+def thread_context(thread: Thread, user: User) -> dict[str, Any]:
     """Everything live on a thread page."""
     items = list(
         ReviewItem.objects.visible_to(user)

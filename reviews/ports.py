@@ -5,7 +5,6 @@ decision service (`runtime.answers`). Registered in `ReviewsConfig.ready`."""
 from __future__ import annotations
 
 import uuid
-from typing import Any
 
 from django.db import transaction
 from django.db.models import QuerySet
@@ -18,6 +17,7 @@ from beamweaver_core.runtime.answers import (
     AnswerOutcome,
     AnswerRequest,
 )
+from beamweaver_core.users import User
 from reviews.api.auth import LAST_USED_PRECISION
 from reviews.cancelling import cancel_refusal
 from reviews.models import ApiToken, Decision, ReviewItem
@@ -28,7 +28,7 @@ from reviews.services import DecisionRequest, decide
 class ReviewsAccess:
     """API tokens act as their user; what a user sees is what the inbox shows them."""
 
-    def authenticate(self, raw_token: str) -> Any | None:
+    def authenticate(self, raw_token: str) -> User | None:
         token = ApiToken.objects.authenticate(raw_token)
         if token is None or not can_review(token.user):
             return None
@@ -37,19 +37,19 @@ class ReviewsAccess:
             ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
         return token.user
 
-    def visible_threads(self, user: Any) -> QuerySet[Thread]:
+    def visible_threads(self, user: User) -> QuerySet[Thread]:
         threads: QuerySet[Thread] = visible_threads(user)
         return threads
 
-    def may_start(self, user: Any, graph: str) -> bool:
+    def may_start(self, user: User, graph: str) -> bool:
         # As in the inbox's "Start a run": every reviewer may start every registered graph.
         return can_review(user)
 
-    def cancel_refusal(self, user: Any, run: Run) -> str | None:
+    def cancel_refusal(self, user: User, run: Run) -> str | None:
         refusal = cancel_refusal(user, run)
         return refusal.message if refusal is not None else None
 
-    def issue_token(self, user: Any, name: str) -> str:
+    def issue_token(self, user: User, name: str) -> str:
         return ApiToken.objects.issue(user, name)[1]
 
 

@@ -8,10 +8,10 @@ from typing import Any
 from urllib.parse import unquote_to_bytes
 
 from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, QueryDict
 
 
-def posted(request: HttpRequest) -> Any:
+def posted(request: HttpRequest) -> QueryDict | None:
     """The POST data, or `None` if the body is over Django's size or field limits."""
     try:
         return request.POST

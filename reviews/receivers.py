@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Sequence
-from typing import Any
 
 from django.db.models import Q
 from django.utils import timezone
@@ -43,7 +42,9 @@ def classify(interrupt: Interrupt) -> tuple[str, list[str]]:
     return ReviewItem.Kind.TOOL_REVIEW, sorted({a.name for a in review.action_requests})
 
 
-def on_run_paused(sender: Any, run: Run, interrupts: Sequence[Interrupt], **kwargs: Any) -> None:
+def on_run_paused(
+    sender: object, run: Run, interrupts: Sequence[Interrupt], **kwargs: object
+) -> None:
     """One pending review item per interrupt (idempotent); stale ones are cancelled.
 
     One locking read finds both the thread's pending items and the items of these
@@ -61,7 +62,7 @@ def on_run_paused(sender: Any, run: Run, interrupts: Sequence[Interrupt], **kwar
         _upsert(run, interrupt, existing.get(interrupt.id))
 
 
-def on_run_finished(sender: Any, run: Run, **kwargs: Any) -> None:
+def on_run_finished(sender: object, run: Run, **kwargs: object) -> None:
     """A cancelled run cancels its thread's pending items; a completed one supersedes them.
 
     A failed run leaves them alone: the thread still waits on its interrupts, and a

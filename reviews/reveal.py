@@ -10,9 +10,8 @@ page or through the API (`?reveal_secrets=1`). Each reveal is an audit event
 
 from __future__ import annotations
 
-from typing import Any
-
 from beamweaver_core.redaction import withheld
+from beamweaver_core.users import User
 from reviews.models import AuditEvent, ReviewItem
 
 
@@ -21,7 +20,7 @@ def withheld_paths(item: ReviewItem) -> list[str]:
     return withheld(item.payload)
 
 
-def record(item: ReviewItem, user: Any, *, source: str) -> list[str]:
+def record(item: ReviewItem, user: User, *, source: str) -> list[str]:
     """Audit that `user` revealed the item's withheld values; the paths revealed."""
     paths = withheld_paths(item)
     message = "Revealed: " + (", ".join(paths) if paths else "nothing was withheld")

@@ -43,6 +43,7 @@ from beamweaver_core.agent.canonical import canonical_json
 from beamweaver_core.agent.review import DECISION_TYPES
 from beamweaver_core.exceptions import NotAReviewError
 from beamweaver_core.models import ToolExecution
+from beamweaver_core.users import User
 from reviews import payloads
 from reviews.models import Decision, ReviewItem
 from reviews.permissions import visible_items, visible_threads
@@ -223,7 +224,7 @@ def _key(thread_id: str, tool: str, args: Any) -> tuple[str, str, str]:
     return thread_id, tool, canonical_json(args)
 
 
-def recorded_calls(user: Any, since: datetime, graph: str = "") -> tuple[list[Call], bool]:
+def recorded_calls(user: User, since: datetime, graph: str = "") -> tuple[list[Call], bool]:
     """The tool calls of the window that `user` may see (see the module docstring);
     whether it was cut short."""
     items = visible_items(user, ReviewItem.objects.all()).filter(

@@ -60,7 +60,7 @@ def _sweep_in_background() -> None:
         connections.close_all()
 
 
-def on_worker_tick(sender: Any, **kwargs: Any) -> None:
+def on_worker_tick(sender: object, **kwargs: object) -> None:
     """The `worker_tick` receiver: start a sweep if none is running in this process and
     the last one started an interval ago."""
     global _last, _running

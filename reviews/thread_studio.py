@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
 
 from beamweaver_core.models import Thread
+from beamweaver_core.users import User
 from reviews import forking, graph_view, timeline
 from reviews.models import ReviewItem
 from reviews.threads import ThreadState
@@ -46,7 +46,7 @@ class ThreadStudio:
     """What the studio partials of one thread page show, for one user."""
 
     def __init__(
-        self, thread: Thread, user: Any, state: ThreadState, items: list[ReviewItem]
+        self, thread: Thread, user: User, state: ThreadState, items: list[ReviewItem]
     ) -> None:
         self.thread = thread
         self.user = user

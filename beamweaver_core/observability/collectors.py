@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
 
 from django.db import DatabaseError, connection, transaction
+from django.db.backends.utils import CursorWrapper
 from prometheus_client.core import GaugeMetricFamily, Metric
 
 from beamweaver_core.conf import conf
@@ -28,7 +28,7 @@ ACTIVE_STATUSES = ("queued", "running")
 is another run), so those are not counted here: what waits for people is what
 `beamweaver_review_items_pending` counts."""
 
-Source = Callable[[Any], Iterable[Metric]]
+Source = Callable[[CursorWrapper], Iterable[Metric]]
 """A function of a database cursor that yields metric families."""
 
 _sources: list[Source] = []
@@ -40,7 +40,7 @@ def register(source: Source) -> None:
         _sources.append(source)
 
 
-def runtime_metrics(cursor: Any) -> Iterator[Metric]:
+def runtime_metrics(cursor: CursorWrapper) -> Iterator[Metric]:
     """Runs by graph and status, the queue, leases waiting for the sweeper, workers."""
     runs = GaugeMetricFamily(
         "beamweaver_runs",

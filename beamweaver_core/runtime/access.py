@@ -10,32 +10,33 @@ reviews} → wiring and the protocol never imports `reviews`.
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Protocol
 
 from django.db.models import QuerySet
 
 from beamweaver_core.exceptions import BeamWeaverError
 from beamweaver_core.models import Run, Thread
+from beamweaver_core.users import User
 
 
 class AccessPolicy(Protocol):
     """What the inbox app answers about callers (see `reviews.ports`)."""
 
-    def authenticate(self, raw_token: str) -> Any | None:
+    def authenticate(self, raw_token: str) -> User | None:
         """The user a live API token acts as, or `None` (unknown, revoked, expired, or
         its user may not use the API)."""
 
-    def visible_threads(self, user: Any) -> QuerySet[Thread]:
+    def visible_threads(self, user: User) -> QuerySet[Thread]:
         """The threads `user` may see (and so address: read, run, answer, delete)."""
 
-    def may_start(self, user: Any, graph: str) -> bool:
+    def may_start(self, user: User, graph: str) -> bool:
         """Whether `user` may start runs of the registered graph `graph`."""
 
-    def cancel_refusal(self, user: Any, run: Run) -> str | None:
+    def cancel_refusal(self, user: User, run: Run) -> str | None:
         """Why `user` may not cancel `run` (it also cancels the thread's pending reviews),
         or `None` if they may; the caller has checked that `user` sees its thread."""
 
-    def issue_token(self, user: Any, name: str) -> str:
+    def issue_token(self, user: User, name: str) -> str:
         """A new API token for `user` (its secret text, shown once)."""
 
 

@@ -10,16 +10,25 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from datetime import timedelta
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, cast
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 
+from beamweaver_core.users import User
 from reviews.models import ApiToken
 from reviews.permissions import can_review
 
 LAST_USED_PRECISION = timedelta(minutes=1)
+
+_P = ParamSpec("_P")
+
+
+class TokenRequest(HttpRequest):
+    """A request an API token authenticated (`token_required`)."""
+
+    api_token: ApiToken
 
 
 def error(status: int, code: str, message: str, **extra: Any) -> JsonResponse:
@@ -55,20 +64,24 @@ def authenticate(request: HttpRequest) -> ApiToken | JsonResponse:
     return token
 
 
-def token_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+def token_required(
+    view: Callable[Concatenate[TokenRequest, User, _P], HttpResponse],
+) -> Callable[Concatenate[HttpRequest, _P], HttpResponse]:
     """Run `view(request, user, ...)` as the token's user (the token itself is
     `request.api_token`); answer 401/403 otherwise."""
 
     @csrf_exempt
     @functools.wraps(view)
-    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+    def wrapper(request: HttpRequest, /, *args: _P.args, **kwargs: _P.kwargs) -> HttpResponse:
         found = authenticate(request)
         if isinstance(found, JsonResponse):
             return found
-        request.api_token = found  # type: ignore[attr-defined]
-        return view(request, found.user, *args, **kwargs)
+        # The request becomes a `TokenRequest` by carrying its token.
+        authed = cast("TokenRequest", request)
+        authed.api_token = found
+        return view(authed, found.user, *args, **kwargs)
 
     return wrapper
 
 
-__all__ = ["authenticate", "error", "token_required"]
+__all__ = ["TokenRequest", "authenticate", "error", "token_required"]

@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from beamweaver_core.redaction import redact, withheld
+from beamweaver_core.users import User
 from reviews import quorum
 from reviews.models import Decision, ReviewItem
 from reviews.notifications.dispatch import item_url
 
 
-def _name(user: Any) -> str | None:
+def _name(user: User | None) -> str | None:
     return user.get_username() if user is not None else None
 
 
-def _time(value: Any) -> str | None:
+def _time(value: datetime | None) -> str | None:
     return value.isoformat() if value is not None else None
 
 

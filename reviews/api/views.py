@@ -13,8 +13,9 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.urls import reverse
 
 from beamweaver_core import ratelimit
+from beamweaver_core.users import User
 from reviews import cancelling, inbox, payloads, reveal
-from reviews.api.auth import error, token_required
+from reviews.api.auth import TokenRequest, error, token_required
 from reviews.api.openapi import schema
 from reviews.api.representations import item_detail, item_summary
 from reviews.models import Decision, ReviewItem
@@ -32,7 +33,7 @@ def _method_not_allowed(allowed: str) -> JsonResponse:
     return response
 
 
-def _int(value: Any, default: int) -> int | None:
+def _int(value: str | None, default: int) -> int | None:
     if value in (None, ""):
         return default
     try:
@@ -42,7 +43,7 @@ def _int(value: Any, default: int) -> int | None:
 
 
 @token_required
-def items_view(request: HttpRequest, user: Any) -> HttpResponse:
+def items_view(request: TokenRequest, user: User) -> HttpResponse:
     """The items the token's user may see, oldest first (pending unless `status` says
     otherwise), a page at a time: `?after=<last id>` continues."""
     if request.method != "GET":
@@ -73,7 +74,7 @@ def items_view(request: HttpRequest, user: Any) -> HttpResponse:
 
 
 @token_required
-def item_view(request: HttpRequest, user: Any, pk: int) -> HttpResponse:
+def item_view(request: TokenRequest, user: User, pk: int) -> HttpResponse:
     """One item with its payload, redacted as the pages redact it; `?reveal_secrets=1`
     unredacted for a user with `reviews.reveal_secrets` (audited)."""
     if request.method != "GET":
@@ -125,12 +126,12 @@ def _body(request: HttpRequest) -> tuple[dict[str, Any], list[dict[str, Any]]]:
 
 
 @token_required
-def decisions_view(request: HttpRequest, user: Any, pk: int) -> HttpResponse:
+def decisions_view(request: TokenRequest, user: User, pk: int) -> HttpResponse:
     """Answer an item: the same outcomes, status codes and idempotency as the inbox."""
     if request.method != "POST":
         return _method_not_allowed("POST")
     # Keyed by the token's id, not its header: one token, one count, however it is spelled.
-    token_id = str(request.api_token.pk)  # type: ignore[attr-defined]
+    token_id = str(request.api_token.pk)
     wait = ratelimit.hit("api-decide", token_id, ratelimit.configured("RATE_DECISIONS"))
     if wait is not None:
         return ratelimit.too_many("Too many decisions in a short time.", wait, as_json=True)
@@ -161,7 +162,7 @@ def decisions_view(request: HttpRequest, user: Any, pk: int) -> HttpResponse:
 
 
 @token_required
-def cancel_run_view(request: HttpRequest, user: Any, thread_id: str) -> HttpResponse:
+def cancel_run_view(request: TokenRequest, user: User, thread_id: str) -> HttpResponse:
     """Cancel the thread's active run, by the rule of the thread page
     (`reviews.cancelling`): 200, 403 `not_allowed`, 404, or 409 `no_active_run` /
     `not_cancellable`."""

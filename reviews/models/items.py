@@ -11,7 +11,7 @@ the item then (`reviews.policies`). Approvals and decisions are written only by
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, NoReturn
 
 from django.conf import settings
 from django.contrib.auth.models import Group
@@ -20,7 +20,7 @@ from django.db import models
 from django.utils import timezone
 
 from beamweaver_core.models import Run, Thread
-from beamweaver_core.users import AnyUser
+from beamweaver_core.users import AnyUser, User
 from reviews import roles
 
 
@@ -275,9 +275,9 @@ class AuditEventQuerySet(models.QuerySet["AuditEvent"]):
         action: str,
         message: str,
         *,
-        actor: Any = None,
+        actor: User | None = None,
         source: str,
-        **extra: Any,
+        **extra: object,
     ) -> AuditEvent:
         """The one way to append an audit event: about `item` (None: no item) by `actor`
         (None: the system), the item's ids copied so it outlives it; `extra`: other fields."""
@@ -300,10 +300,10 @@ class AuditEventQuerySet(models.QuerySet["AuditEvent"]):
             )
         return self.create(**{**fields, **extra})
 
-    def update(self, **kwargs: Any) -> int:
+    def update(self, **kwargs: object) -> NoReturn:
         raise TypeError("The audit log is append-only: audit events cannot be updated.")
 
-    def delete(self) -> Any:
+    def delete(self) -> NoReturn:
         raise TypeError("The audit log is append-only: audit events cannot be deleted.")
 
 
@@ -378,7 +378,7 @@ class AuditEvent(models.Model):
             raise TypeError("The audit log is append-only: audit events cannot be changed.")
         super().save(*args, **kwargs)
 
-    def delete(self, *args: Any, **kwargs: Any) -> Any:
+    def delete(self, *args: object, **kwargs: object) -> NoReturn:
         raise TypeError("The audit log is append-only: audit events cannot be deleted.")
 
 

@@ -148,7 +148,9 @@ class ReviewPolicy(models.Model):
 
 @receiver(m2m_changed, sender=ReviewPolicy.reviewer_groups.through)
 @receiver(m2m_changed, sender=ReviewPolicy.allowed_responders.through)
-def _members_changed(sender: Any, instance: Any, action: str, **kwargs: Any) -> None:
+def _members_changed(
+    sender: type[models.Model], instance: models.Model, action: str, **kwargs: object
+) -> None:
     if action.startswith("post_") and isinstance(instance, ReviewPolicy):
         instance.refresh_version()
 

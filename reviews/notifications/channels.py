@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Protocol
 
 from django.conf import settings
 from django.utils.module_loading import import_string
 
+from beamweaver_core.users import User
 from reviews.models import OutboxMessage, ReviewItem
 
 DEFAULT_CHANNELS = {
@@ -29,7 +30,7 @@ class DeliveryError(Exception):
 class Channel(Protocol):
     # Methods that channels must implement.
 
-    def targets(self, event: str, item: ReviewItem, users: Sequence[Any]) -> list[str]:
+    def targets(self, event: str, item: ReviewItem, users: Sequence[User]) -> list[str]:
         """Where `event` about `item` goes through this channel (`users`: who it concerns,
         already filtered to those who may see the item)."""
 

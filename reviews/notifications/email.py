@@ -4,17 +4,17 @@ who has an address and wants the event (see `NotificationPreference`)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from django.core.mail import send_mail
 from django.template.loader import render_to_string
 
+from beamweaver_core.users import User
 from reviews.models import NotificationPreference, OutboxMessage, ReviewItem
 from reviews.models.notifications import default_email_events
 from reviews.notifications.channels import DeliveryError
 
 
-def wants_email(user: Any, event: str, preference: NotificationPreference | None) -> bool:
+def wants_email(user: User, event: str, preference: NotificationPreference | None) -> bool:
     """Whether `user` asked for email about `event` (the defaults when they never chose)."""
     if not user.email:
         return False
@@ -26,7 +26,7 @@ def wants_email(user: Any, event: str, preference: NotificationPreference | None
 class EmailChannel:
     """Plain-text email with the deep link to the item."""
 
-    def targets(self, event: str, item: ReviewItem, users: Sequence[Any]) -> list[str]:
+    def targets(self, event: str, item: ReviewItem, users: Sequence[User]) -> list[str]:
         with_email = [u for u in users if u.email]
         chosen = {p.user_id: p for p in NotificationPreference.objects.filter(user__in=with_email)}
         return sorted({u.email for u in with_email if wants_email(u, event, chosen.get(u.pk))})

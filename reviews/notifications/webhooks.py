@@ -32,6 +32,7 @@ from beamweaver_core.signatures import (
     signature_headers,
     verify_signature,
 )
+from beamweaver_core.users import User
 from reviews.models import OutboxMessage, ReviewItem
 from reviews.notifications.channels import DeliveryError
 
@@ -46,7 +47,7 @@ def endpoints() -> dict[str, Mapping[str, Any]]:
 class WebhookChannel:
     """Signed POSTs to the endpoints subscribed to an event."""
 
-    def targets(self, event: str, item: ReviewItem, users: Sequence[Any]) -> list[str]:
+    def targets(self, event: str, item: ReviewItem, users: Sequence[User]) -> list[str]:
         return [
             name
             for name, endpoint in endpoints().items()

@@ -12,10 +12,11 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db.models import QuerySet
 
 from beamweaver_core.models import Run
 from beamweaver_core.runtime.foreground import run_outcome, run_to_pause, wait_for_run
-from beamweaver_core.users import find_user, username_field
+from beamweaver_core.users import User, find_user, username_field
 from reviews import payloads
 from reviews.models import Decision, ReviewItem
 from reviews.permissions import can_review
@@ -24,13 +25,13 @@ from reviews.services import DecisionRequest, decide
 SYSTEM_USERNAME = "beamweaver-system"
 
 
-def system_user() -> Any:
+def system_user() -> User:
     """The reviewer commands decide as when no `--user` is given (cannot log in)."""
-    User = get_user_model()
+    model = get_user_model()
     # Only the fields this user model has (a host's may have no first or last name).
-    names = {f.name for f in User._meta.get_fields()}
+    names = {f.name for f in model._meta.get_fields()}
     defaults = {"first_name": "BeamWeaver", "last_name": "system"}
-    user, created = User._default_manager.get_or_create(
+    user, created = model._default_manager.get_or_create(
         **{username_field(): SYSTEM_USERNAME},
         defaults={k: v for k, v in defaults.items() if k in names},
     )
@@ -41,7 +42,7 @@ def system_user() -> Any:
         user.user_permissions.add(
             Permission.objects.get(content_type__app_label="reviews", codename="review")
         )
-        user = User.objects.get(pk=user.pk)
+        user = model.objects.get(pk=user.pk)
     return user
 
 
@@ -186,7 +187,7 @@ class Command(BaseCommand):
             return wait_for_run(decision.resume_run_id, timeout=timeout)
         return Run.objects.get(pk=decision.resume_run_id)
 
-    def _user(self, username: str | None) -> Any:
+    def _user(self, username: str | None) -> User:
         if username is None:
             return system_user()
         user = find_user(username)
@@ -196,7 +197,7 @@ class Command(BaseCommand):
             )
         return user
 
-    def _item(self, thread_id: str, interrupt_id: str | None, user: Any) -> ReviewItem:
+    def _item(self, thread_id: str, interrupt_id: str | None, user: User) -> ReviewItem:
         pending = ReviewItem.objects.visible_to(user).pending().filter(thread_id=thread_id)
         if interrupt_id is not None:
             item = pending.filter(interrupt_id=interrupt_id).first()
@@ -232,7 +233,7 @@ def _progress(run: Run) -> str:
     return f"{run.status}."
 
 
-def _ids(items: Any) -> str:
+def _ids(items: QuerySet[ReviewItem]) -> str:
     return ", ".join(items.values_list("interrupt_id", flat=True)) or "none"
 
 
