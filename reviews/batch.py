@@ -16,6 +16,7 @@ from typing import Any
 
 from beamweaver_core.agent import HITL
 from beamweaver_core.exceptions import NotAReviewError
+from beamweaver_core.users import User
 from reviews.models import Decision, ReviewItem
 from reviews.services import DecisionRequest, decide
 
@@ -127,7 +128,7 @@ def _answer(item: ReviewItem, action: str, message: str) -> tuple[Any, str]:
 
 
 def decide_many(
-    user: Any,
+    user: User,
     selection: list[tuple[int, str]],
     action: str,
     *,

@@ -10,12 +10,11 @@ audited and pushed to every open page at once.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
 
-from beamweaver_core.users import find_user
+from beamweaver_core.users import User, find_user
 from reviews import realtime
 from reviews.models import AuditEvent, NotificationEvent, ReviewItem
 from reviews.notifications import notify
@@ -32,7 +31,7 @@ class ClaimOutcome:
     item: ReviewItem | None = None
 
 
-def _locked(item_id: Any, user: Any) -> ReviewItem | None:
+def _locked(item_id: int, user: User) -> ReviewItem | None:
     item = ReviewItem.objects.visible_to(user).select_for_update().filter(pk=item_id).first()
     if item is not None:
         # Read after the lock: the claimer's name for messages.
@@ -44,12 +43,12 @@ def _gone(item: ReviewItem) -> ClaimOutcome:
     return ClaimOutcome(410, "gone", f"This item is {item.status}; nothing to claim.", item)
 
 
-def _record(item: ReviewItem, user: Any, action: str, message: str) -> None:
+def _record(item: ReviewItem, user: User, action: str, message: str) -> None:
     AuditEvent.objects.about(item, action, message, actor=user, source="web")
     realtime.announce(realtime.UPDATED, item.pk, item.thread_id)
 
 
-def claim(item_id: Any, user: Any) -> ClaimOutcome:
+def claim(item_id: int, user: User) -> ClaimOutcome:
     """Claim the item for `user` (a no-op if they hold it already)."""
     with transaction.atomic():
         item = _locked(item_id, user)
@@ -80,7 +79,7 @@ def claim(item_id: Any, user: Any) -> ClaimOutcome:
         return ClaimOutcome(200, "claimed", "You claimed this item.", item)
 
 
-def unclaim(item_id: Any, user: Any) -> ClaimOutcome:
+def unclaim(item_id: int, user: User) -> ClaimOutcome:
     """Release the claim (its holder, or a manager)."""
     with transaction.atomic():
         item = _locked(item_id, user)
@@ -102,7 +101,7 @@ def unclaim(item_id: Any, user: Any) -> ClaimOutcome:
         return ClaimOutcome(200, "unclaimed", "The item is free again.", item)
 
 
-def reassign(item_id: Any, user: Any, username: str) -> ClaimOutcome:
+def reassign(item_id: int, user: User, username: str) -> ClaimOutcome:
     """Assign the item to another reviewer (a manager, or its current holder handing it
     over); they hold it at once, unless it needs several approvals."""
     with transaction.atomic():

@@ -7,17 +7,18 @@ from datetime import timedelta
 from typing import Any
 
 from django import forms
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods
 
+from beamweaver_core.requests import AuthedRequest
 from reviews import analytics, charts, simulation
 from reviews.decorators import reviewer_required
 from reviews.models import ReviewItem
 
 
-def _days(request: HttpRequest) -> int:
+def _days(request: AuthedRequest) -> int:
     try:
         days = int(request.GET.get("days", 30))
     except ValueError:
@@ -88,7 +89,7 @@ def _analytics_charts(report: analytics.Report) -> dict[str, Any]:
 
 @require_GET
 @reviewer_required
-def analytics_view(request: HttpRequest) -> HttpResponse:
+def analytics_view(request: AuthedRequest) -> HttpResponse:
     """Pending count and age, time to decision by reviewer and tool, decision mix,
     expiries: over the items the user may see, in the last 7, 30 or 90 days."""
     days = _days(request)
@@ -116,7 +117,7 @@ class SimulationForm(forms.Form):
 
 @require_http_methods(["GET", "POST"])
 @reviewer_required
-def simulate_view(request: HttpRequest) -> HttpResponse:
+def simulate_view(request: AuthedRequest) -> HttpResponse:
     """Replay recorded tool calls against a candidate policy typed into the form."""
     result = None
     problems: list[str] = []

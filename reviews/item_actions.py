@@ -8,10 +8,11 @@ from __future__ import annotations
 from datetime import timedelta
 
 from django.contrib import messages
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
+from beamweaver_core.requests import AuthedRequest
 from reviews import claims, deadlines, partials
 from reviews.decorators import reviewer_required
 from reviews.models import ReviewItem
@@ -20,7 +21,7 @@ EXTEND_CHOICES_HOURS = (1, 4, 24, 72)
 REFUSAL_HEADER = "X-BeamWeaver-Refusal"
 
 
-def _answer(request: HttpRequest, pk: int, status: int, message: str) -> HttpResponse:
+def _answer(request: AuthedRequest, pk: int, status: int, message: str) -> HttpResponse:
     if status == 404:
         raise Http404("No such review item.")
     if not request.htmx:
@@ -38,7 +39,7 @@ def _answer(request: HttpRequest, pk: int, status: int, message: str) -> HttpRes
 
 @require_POST
 @reviewer_required
-def claim_view(request: HttpRequest, pk: int) -> HttpResponse:
+def claim_view(request: AuthedRequest, pk: int) -> HttpResponse:
     """Claim the item: while you hold it, nobody else can decide it."""
     outcome = claims.claim(pk, request.user)
     return _answer(request, pk, outcome.status, outcome.message)
@@ -46,7 +47,7 @@ def claim_view(request: HttpRequest, pk: int) -> HttpResponse:
 
 @require_POST
 @reviewer_required
-def unclaim_view(request: HttpRequest, pk: int) -> HttpResponse:
+def unclaim_view(request: AuthedRequest, pk: int) -> HttpResponse:
     """Release the claim (its holder, or a manager)."""
     outcome = claims.unclaim(pk, request.user)
     return _answer(request, pk, outcome.status, outcome.message)
@@ -54,7 +55,7 @@ def unclaim_view(request: HttpRequest, pk: int) -> HttpResponse:
 
 @require_POST
 @reviewer_required
-def reassign_view(request: HttpRequest, pk: int) -> HttpResponse:
+def reassign_view(request: AuthedRequest, pk: int) -> HttpResponse:
     """Assign the item to another reviewer (a manager, or its holder)."""
     username = str(request.POST.get("assignee", "")).strip()[:150]
     outcome = claims.reassign(pk, request.user, username)
@@ -63,7 +64,7 @@ def reassign_view(request: HttpRequest, pk: int) -> HttpResponse:
 
 @require_POST
 @reviewer_required
-def extend_view(request: HttpRequest, pk: int) -> HttpResponse:
+def extend_view(request: AuthedRequest, pk: int) -> HttpResponse:
     """Move the deadline later (managers)."""
     try:
         hours = int(request.POST.get("hours", ""))

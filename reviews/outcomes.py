@@ -10,6 +10,7 @@ from typing import Any
 
 from django.utils import timezone
 
+from beamweaver_core.users import User
 from reviews import answers, quorum
 from reviews.models import AuditEvent, Decision, ReviewItem
 
@@ -27,8 +28,8 @@ class DecisionRequest:
     `reason` a preset rejection reason code (`reviews.reasons`).
     """
 
-    item_id: Any
-    user: Any
+    item_id: int | str | None
+    user: User
     client_decision_id: str
     digest: str
     answer: Any = None

@@ -26,6 +26,7 @@ from beamweaver_core.agent import HITL
 from beamweaver_core.agent.review import EXECUTING_TYPES, ActionRequest, ReviewConfig
 from beamweaver_core.exceptions import NotAReviewError
 from beamweaver_core.redaction import redact, withheld
+from beamweaver_core.users import User
 from reviews import payloads, quorum
 from reviews.answers import problem
 from reviews.arg_fields import (
@@ -128,7 +129,7 @@ class ReviewForm:
 
 def review_form(
     item: ReviewItem,
-    user: Any,
+    user: User,
     data: QueryDict | None = None,
     problems: Sequence[Mapping[str, Any]] = (),
     *,
@@ -137,7 +138,8 @@ def review_form(
     """The form for `item` as `user` may answer it (only the decisions the review policy
     lets them make, and why the others are missing), bound to posted `data` (after a
     refusal) or fresh; `reveal`: unredacted (the caller checked and audited it)."""
-    client_id = (data or {}).get("client_decision_id") or uuid.uuid4().hex
+    posted_id = data.get("client_decision_id") if data is not None else None
+    client_id = posted_id or uuid.uuid4().hex
     form = ReviewForm(
         item=item,
         client_decision_id=str(client_id)[:64],
@@ -310,7 +312,7 @@ def _edited_args(card: ActionForm, data: QueryDict) -> tuple[Any, list[dict[str,
 
 
 def decision_request(
-    item: ReviewItem, data: QueryDict, user: Any, form: ReviewForm
+    item: ReviewItem, data: QueryDict, user: User, form: ReviewForm
 ) -> DecisionRequest:
     """The `DecisionRequest` a posted item form makes (parse problems included)."""
     answer: Any = None

@@ -8,9 +8,10 @@ service enforces (`reviews.services.decide`). Both read the same rules of
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
+from beamweaver_core.users import User
 from reviews import quorum
+from reviews.models import ReviewItem
 from reviews.permissions import is_decider
 
 
@@ -23,7 +24,7 @@ class Refusal:
     message: str
 
 
-def decision_refusal(user: Any, item: Any, *, executes: bool) -> Refusal | None:
+def decision_refusal(user: User, item: ReviewItem, *, executes: bool) -> Refusal | None:
     """Why `user` may not answer `item` now (`None`: they may). `executes` says whether the
     answer lets something run (an approve or edit, or continuing past a breakpoint)."""
     if not is_decider(user, item):
@@ -65,7 +66,7 @@ class DecisionOffer:
     why: str = ""
 
 
-def decision_offer(user: Any, item: Any) -> DecisionOffer:
+def decision_offer(user: User, item: ReviewItem) -> DecisionOffer:
     """What the item page offers `user` (the same rules `decision_refusal` enforces; a
     claim by someone else is left to the refusal, since it changes while the page is
     open)."""

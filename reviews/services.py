@@ -42,6 +42,7 @@ from django.db import IntegrityError, transaction
 from beamweaver_core.exceptions import BeamWeaverError
 from beamweaver_core.models import Run
 from beamweaver_core.runtime import service as runtime_service
+from beamweaver_core.users import User
 from reviews import answers, outcomes, payloads, quorum, realtime
 from reviews.models import Approval, AuditEvent, Decision, NotificationEvent, ReviewItem
 from reviews.notifications import notify
@@ -80,11 +81,15 @@ def decide(request: DecisionRequest) -> DecisionOutcome:
 def _decide(request: DecisionRequest) -> DecisionOutcome:
     visible = ReviewItem.objects.visible_to(request.user)
     try:
-        item_id = int(request.item_id)
+        item_id = None if request.item_id is None else int(request.item_id)
     except (TypeError, ValueError):
         item_id = None
-    run_id = visible.filter(pk=item_id).values_list("run_id", flat=True).first()
-    if run_id is None:
+    run_id = (
+        visible.filter(pk=item_id).values_list("run_id", flat=True).first()
+        if item_id is not None
+        else None
+    )
+    if run_id is None or item_id is None:
         # Audited against the item when it exists but is hidden from the user, so that
         # only those who may see the item read the attempt (`visible_audit`); the answer
         # stays the 404 of an item that does not exist.
@@ -194,9 +199,9 @@ def _decide(request: DecisionRequest) -> DecisionOutcome:
     if not problems:
         problems = answers.note_problems(request.note, request.reason)
     if not problems and quorum.applies(item) and answer is not None:
-        reason = quorum.problem(item, answer["decisions"]) if "decisions" in answer else None
-        if reason:
-            problems = [answers.problem(None, "answer", reason)]
+        shortfall = quorum.problem(item, answer["decisions"]) if "decisions" in answer else None
+        if shortfall:
+            problems = [answers.problem(None, "answer", shortfall)]
     if problems:
         return outcomes.refuse(
             request,
@@ -331,7 +336,7 @@ def _accept(
     )
 
 
-def _who(decision: Decision | None, user: Any) -> str:
+def _who(decision: Decision | None, user: User) -> str:
     if decision is None:
         return "another reviewer"
     if decision.user_id == getattr(user, "pk", None):

@@ -18,6 +18,7 @@ from typing import Any, Protocol
 from uuid import UUID
 
 from beamweaver_core.exceptions import BeamWeaverError
+from beamweaver_core.users import User
 
 ACCEPTED = "accepted"
 """Every answer was recorded as a decision; the thread resumes (`run_id`)."""
@@ -52,7 +53,7 @@ class AnswerRequest:
     a tool review, any JSON value for a plain `interrupt()`, `None` for a breakpoint
     (continuing takes no value)."""
 
-    user: Any
+    user: User
     thread_id: str
     answers: Mapping[str, Any]
     source: str = "api"
