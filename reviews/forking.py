@@ -118,7 +118,7 @@ class ForkForm(forms.Form):
         cleaned["edits"] = edits
         return cleaned
 
-    def widgets(self) -> list[Any]:
+    def widgets(self) -> list[forms.BoundField]:
         """The value fields, in state key order (for the template)."""
         return [self[f"value_{position}"] for position in range(len(self.keys))]
 

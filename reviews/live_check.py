@@ -113,7 +113,7 @@ class LiveCheck:
             **{f"{relation.m2m_field_name()}_id": user_pk}
         ).values(f"{relation.m2m_reverse_field_name()}_id")
 
-        def names(permissions: QuerySet[Any]) -> Any:
+        def names(permissions: QuerySet[Permission]) -> ArraySubquery:
             name = Concat("content_type__app_label", Value("."), "codename")
             return ArraySubquery(permissions.annotate(bw_name=name).order_by().values("bw_name"))
 

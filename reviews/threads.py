@@ -8,7 +8,9 @@ import logging
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
+from uuid import UUID
 
 from beamweaver_core.checkpoint.postgres import PostgresCheckpointer
 from beamweaver_core.models import Checkpoint, RunEvent, Thread
@@ -124,7 +126,14 @@ def events(thread: Thread, limit: int = EVENTS_LIMIT) -> list[dict[str, Any]]:
 
 
 def event_view(
-    run_id: Any, seq: Any, *, event: Any, node: Any, data: Any, at: Any, ns: Any = ""
+    run_id: UUID,
+    seq: int,
+    *,
+    event: str,
+    node: str | None,
+    data: Any,  # the event's JSON
+    at: datetime | str | None,
+    ns: str = "",
 ) -> dict[str, Any]:
     """One event as the templates render it; the element id is built from ids only. A
     model's text delta (`model.delta`) carries its text and message id, which the page's

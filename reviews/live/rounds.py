@@ -14,7 +14,8 @@ import asyncio
 import logging
 import time
 import weakref
-from typing import TYPE_CHECKING, Any
+from collections.abc import Hashable, Sequence
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from channels.db import database_sync_to_async
 from django.db import close_old_connections
@@ -26,8 +27,16 @@ logger = logging.getLogger(__name__)
 
 SNAPSHOT = ("snapshot",)
 """The note a (re)connect makes: the page's live parts, sent first."""
-LATER = object()
+
+
+class _Later:
+    """The type of `LATER`."""
+
+
+LATER = _Later()
 """A round's outcome for a socket it had no time left for (its notes wait)."""
+Outcome: TypeAlias = "list[str] | BaseException | _Later | None"
+"""A socket's outcome of a round (`render_round`)."""
 ROUND_SECONDS = 0.25
 """How long one round may hold the database thread: the rest waits for the next round,
 and the handshakes queued meanwhile run in between."""
@@ -61,7 +70,7 @@ class Rounds:
                 outcomes = [exc] * len(round_)
             later: dict[LiveConsumer, None] = {}
             for (consumer, batch), outcome in zip(round_, outcomes, strict=True):
-                if outcome is LATER:
+                if isinstance(outcome, _Later):
                     consumer.put_back(batch)
                     later[consumer] = None
                     continue
@@ -73,7 +82,7 @@ class Rounds:
                 self.waiting = {**later, **self.waiting}
 
 
-def render_round(round_: list[tuple[LiveConsumer, dict[Any, Any]]]) -> list[Any]:
+def render_round(round_: list[tuple[LiveConsumer, dict[Any, Any]]]) -> list[Outcome]:
     """Each socket's frames: None when its check refused it, an exception when its check
     or its view's render failed, `LATER` when the round had no time left to check it.
 
@@ -81,8 +90,8 @@ def render_round(round_: list[tuple[LiveConsumer, dict[Any, Any]]]) -> list[Any]
     once, for the union of its sockets' notes (answering a note a socket did not make is
     harmless: a row or part is replaced by what it is now), and its sockets are sent the
     same frames. Sockets that (re)connected get the view's snapshot, also rendered once."""
-    outcomes: list[Any] = [None] * len(round_)
-    groups: dict[Any, list[int]] = {}
+    outcomes: list[Outcome] = [None] * len(round_)
+    groups: dict[Hashable, list[int]] = {}
     deadline = time.monotonic() + ROUND_SECONDS
     for index, (consumer, _batch) in enumerate(round_):
         if index and time.monotonic() > deadline:
@@ -98,7 +107,7 @@ def render_round(round_: list[tuple[LiveConsumer, dict[Any, Any]]]) -> list[Any]
             # socket, not the round.
             close_old_connections()
     for members in groups.values():
-        rendered: list[list[str]] | list[Exception]
+        rendered: Sequence[list[str] | Exception]
         try:
             rendered = _render_view([round_[index] for index in members])
         except Exception as exc:
