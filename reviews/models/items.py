@@ -1,11 +1,10 @@
 """The review inbox's storage: one review item per pending interrupt, the approvals and the
 decision made on it, who is looking at it, and an append-only audit log.
 
-Review items are written by the runtime's `run_paused` / `run_finished` signals in the
-same transaction that records the pause (see `reviews.receivers`), so an item exists if
-and only if its interrupt was committed; the review policy that applies is copied onto
-the item then (`reviews.policies`). Approvals and decisions are written only by
-`reviews.services.decide`.
+Review items are written by the runtime's `run_paused` / `run_finished` signals in the same
+transaction that records the pause (see `reviews.receivers`), so an item exists if and only if
+its interrupt was committed; the review policy that applies is copied onto the item then
+(`reviews.policies`). Approvals and decisions are written only by `reviews.services.decide`.
 """
 
 from __future__ import annotations
