@@ -87,6 +87,25 @@ def test_the_same_client_decision_id_again_returns_the_first_outcome(alice: User
     assert Run.objects.filter(kind="resume").count() == 1
 
 
+def test_a_replay_answers_with_the_outcome_code_stored_on_the_first_decision(
+    alice: User,
+) -> None:
+    """The decision keeps its outcome code (not an HTTP status) and a replay reads it."""
+    item = pause()
+    approve(item, alice, client_decision_id="click-1")
+    stored = Decision.objects.get(item=item)
+    assert stored.outcome == "accepted"
+    assert "status_code" not in {f.name for f in Decision._meta.get_fields()}
+    # Whatever the row says is what the replay answers: it is read, not re-derived.
+    Decision.objects.filter(pk=stored.pk).update(outcome="approval_recorded")
+
+    again = approve(item, alice, client_decision_id="click-1")
+
+    assert (again.code, again.replayed, again.decision) == ("approval_recorded", True, stored)
+    assert http_status(again) == 202
+    assert AuditEvent.objects.filter(action="refused").count() == 0
+
+
 def test_a_client_decision_id_reused_with_another_answer_is_refused(alice: User) -> None:
     item = pause()
     approve(item, alice, client_decision_id="click-1")
