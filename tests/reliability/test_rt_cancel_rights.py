@@ -23,6 +23,7 @@ from beamweaver_core.models import Run
 from beamweaver_core.runtime import service
 from reviews import claims
 from reviews.models import ApiToken, ReviewItem
+from reviews.outcomes import Code
 from tests.reviews.conftest import client_for, make_manager, make_reviewer, pause, use_policies
 from tests.reviews.test_api import conforms
 
@@ -236,7 +237,7 @@ def test_a_claim_landing_while_a_cancel_checks_is_seen_by_the_cancel(
     def carol_claims() -> None:
         try:
             with transaction.atomic():
-                assert claims.claim(refund.pk, people["carol"]).code == "claimed"
+                assert claims.claim(refund.pk, people["carol"]).code == Code.CLAIM_TAKEN
                 claimed.set()
                 release.wait(20)
         finally:
