@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.urls import include, path, register_converter
 
-from reviews import audit_views, fork_views, insight_views, assignment_views, thread_views, views
+from reviews import assignment_views, audit_views, fork_views, insight_views, thread_views, views
 from reviews.converters import ThreadIdConverter
 
 register_converter(ThreadIdConverter, "thread_id")

@@ -41,7 +41,9 @@ handler500 = "beamweaver_core.error_views.server_error"
 
 
 def test_the_project_urlconf_uses_the_handler() -> None:
-    assert get_resolver("beamweaver_core.urls").resolve_error_handler(500) is error_views.server_error
+    assert (
+        get_resolver("beamweaver_core.urls").resolve_error_handler(500) is error_views.server_error
+    )
 
 
 @pytest.mark.urls(__name__)
