@@ -73,12 +73,14 @@ class ReviewConf:
     @property
     def notification_channels(self) -> Mapping[str, str]:
         """The channels in force, name -> dotted path; an empty mapping is the default."""
-        return value("REVIEW_NOTIFICATION_CHANNELS") or DEFAULTS["REVIEW_NOTIFICATION_CHANNELS"]
+        found: Mapping[str, str] = value("REVIEW_NOTIFICATION_CHANNELS")
+        return found or DEFAULTS["REVIEW_NOTIFICATION_CHANNELS"]
 
     @property
     def rejection_reasons(self) -> Sequence[Mapping[str, str]]:
         """The preset rejection reasons (an empty list: none offered)."""
-        return value("REVIEW_REJECTION_REASONS")  # type: ignore[no-any-return]
+        found: Sequence[Mapping[str, str]] = value("REVIEW_REJECTION_REASONS")
+        return found
 
 
 conf = ReviewConf()
