@@ -7,8 +7,8 @@ The form's prefix is `d<index>` and its ids are its input names (`d0-type`, `d0-
 Values shown are redacted by the one redaction policy unless the reviewer revealed them.
 Nothing is refused here that the decision service would decide: the chosen decision is
 whatever was posted (the service refuses one the policy does not allow, and audits it),
-and an edit is parsed only when the chosen decision is `edit`; what cannot be parsed is a
-problem of the field (`edit_problems`, in the service's shape) and of the form.
+and an edit is parsed only when the chosen decision is `edit`; what cannot be parsed is
+an error of its input (`edited_args` also returns it in the service's shape).
 """
 
 from __future__ import annotations
@@ -78,7 +78,6 @@ class ActionForm(forms.Form):
         self.allowed = [(d, DECISION_LABELS[d]) for d in config.allowed_decisions]
         self.withheld = withheld(args)
         self.diff: list[dict[str, Any]] | None = None
-        self.edit_problems: list[dict[str, Any]] = []
         self.fields["message"].widget.attrs = {"rows": "3"}
         self.fields["json"].widget.attrs = {"rows": "8", "class": "json", "spellcheck": "false"}
         self.fields["json"].initial = json.dumps(
@@ -158,7 +157,6 @@ class ActionForm(forms.Form):
                 continue
             if value is not MISSING:
                 args[bound.arg.arg_name] = value
-        self.edit_problems = problems
         return restore_redacted(args, original), problems
 
     def add_problem(self, path: str, message: str) -> None:
