@@ -7,7 +7,7 @@ reviewer who may reject every pending item of the run (cancelling rejects nothin
 could not reject); or a holder of `beamweaver_core.cancel_run` (operators, and the only way
 in the admin). The user must see the thread first (else 404, as for an unknown one). The
 same rule in the thread page, its cancel button, the JSON API and the admin (the admin
-half is `test_rt_admin_rights.py::test_cancelling_in_the_admin_needs_the_cancel_run_permission`)."""
+half is `test_admin_staff_rights.py::test_cancelling_in_the_admin_needs_the_cancel_run_permission`)."""
 
 from __future__ import annotations
 
