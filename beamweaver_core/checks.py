@@ -10,6 +10,7 @@ from django.conf import settings
 from django.core import checks
 
 from beamweaver_core.accounts import mail_is_delivered
+from beamweaver_core.conf import as_written
 from beamweaver_core.runtime.mcp_servers import config_problems
 
 
@@ -92,7 +93,9 @@ def check_conn_max_age(
 def check_graph_registry(
     app_configs: Sequence[AppConfig] | None, **kwargs: object
 ) -> list[checks.CheckMessage]:
-    graphs = getattr(settings, "BEAMWEAVER", {}).get("GRAPHS", {})
+    graphs = as_written("GRAPHS")
+    if graphs is None:
+        graphs = {}
     errors: list[checks.CheckMessage] = []
     if not isinstance(graphs, dict):
         return [
@@ -118,7 +121,9 @@ def check_mcp_servers(
     app_configs: Sequence[AppConfig] | None, **kwargs: object
 ) -> list[checks.CheckMessage]:
     """`BEAMWEAVER["MCP_SERVERS"]` is well formed, and the `mcp` SDK is there to use it."""
-    servers = getattr(settings, "BEAMWEAVER", {}).get("MCP_SERVERS", {})
+    servers = as_written("MCP_SERVERS")
+    if servers is None:
+        servers = {}
     errors: list[checks.CheckMessage] = [
         checks.Error(
             problem,

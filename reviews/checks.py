@@ -5,28 +5,23 @@ surfacing later in a sweep."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from django.apps import AppConfig
-from django.conf import settings
 from django.core import checks
 from django.utils.module_loading import import_string
 
+from beamweaver_core.conf import as_written
 from reviews.models import NotificationEvent
 from reviews.policies import parse_settings_policy
 
 _FIELDS = "{'name', 'url', 'secret', 'events'}"
 
 
-def _conf() -> dict[str, Any]:
-    return getattr(settings, "BEAMWEAVER", {}) or {}
-
-
 @checks.register()
 def check_review_policies(
     app_configs: Sequence[AppConfig] | None, **kwargs: object
 ) -> list[checks.CheckMessage]:
-    raw = _conf().get("REVIEW_POLICIES") or []
+    raw = as_written("REVIEW_POLICIES") or []
     if not isinstance(raw, list):
         return [checks.Error("BEAMWEAVER['REVIEW_POLICIES'] must be a list.", id="beamweaver.E020")]
     errors: list[checks.CheckMessage] = []
@@ -61,7 +56,7 @@ def check_review_policies(
 def check_rejection_reasons(
     app_configs: Sequence[AppConfig] | None, **kwargs: object
 ) -> list[checks.CheckMessage]:
-    raw = _conf().get("REVIEW_REJECTION_REASONS")
+    raw = as_written("REVIEW_REJECTION_REASONS")
     if raw is None:
         return []
     fine = isinstance(raw, list | tuple) and all(
@@ -84,7 +79,7 @@ def check_rejection_reasons(
 def check_webhooks(
     app_configs: Sequence[AppConfig] | None, **kwargs: object
 ) -> list[checks.CheckMessage]:
-    raw = _conf().get("REVIEW_WEBHOOKS") or []
+    raw = as_written("REVIEW_WEBHOOKS") or []
     errors: list[checks.CheckMessage] = []
     if not isinstance(raw, list):
         raw = [raw]
@@ -113,7 +108,7 @@ def check_webhooks(
 def check_notification_channels(
     app_configs: Sequence[AppConfig] | None, **kwargs: object
 ) -> list[checks.CheckMessage]:
-    raw = _conf().get("REVIEW_NOTIFICATION_CHANNELS")
+    raw = as_written("REVIEW_NOTIFICATION_CHANNELS")
     if raw is None:
         return []
     errors: list[checks.CheckMessage] = []

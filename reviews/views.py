@@ -218,7 +218,7 @@ def preview_edit_view(request: AuthedRequest, pk: int, index: int) -> HttpRespon
         )
         response["X-BeamWeaver-Refusal"] = form.offer.why or "not_allowed"
         return response
-    review_form.preview(card, data)
+    review_form.preview(card)
     if request.htmx:
         return render(
             request,

@@ -24,8 +24,6 @@ import urllib.request
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from django.conf import settings
-
 from beamweaver_core.signatures import (
     SIGNATURE_TOLERANCE_SECONDS,
     sign,
@@ -33,6 +31,7 @@ from beamweaver_core.signatures import (
     verify_signature,
 )
 from beamweaver_core.users import User
+from reviews.conf import conf
 from reviews.models import OutboxMessage, ReviewItem
 from reviews.notifications.channels import DeliveryError
 
@@ -41,7 +40,7 @@ TIMEOUT_SECONDS = 10.0
 
 def endpoints() -> dict[str, Mapping[str, Any]]:
     """The configured endpoints, by name."""
-    return {e["name"]: e for e in settings.BEAMWEAVER.get("REVIEW_WEBHOOKS") or ()}
+    return {e["name"]: e for e in conf.webhooks}
 
 
 class WebhookChannel:
