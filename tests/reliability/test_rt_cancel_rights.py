@@ -236,7 +236,7 @@ def test_a_claim_landing_while_a_cancel_checks_is_seen_by_the_cancel(
     def carol_claims() -> None:
         try:
             with transaction.atomic():
-                assert claims.claim(refund.pk, people["carol"]).code == "claimed"
+                assert claims.claim(refund.pk, people["carol"]).code == "claim_taken"
                 claimed.set()
                 release.wait(20)
         finally:
