@@ -38,6 +38,9 @@ DEFAULTS: dict[str, Any] = {
     "LG_FALLBACK_POLL_SECONDS": 0.5,
     "LG_CORS_ORIGINS": (),
     "LG_STREAM_MAX_BYTES": 4 * 1024 * 1024,
+    # How long a streamed HTTP response may wait for a client that takes nothing before
+    # the server drops it (`beamweaver_core.backpressure`).
+    "SEND_STALL_SECONDS": 60.0,
 }
 
 
@@ -121,6 +124,10 @@ class Conf:
     @property
     def lg_stream_max_bytes(self) -> int:
         return int(value("LG_STREAM_MAX_BYTES"))
+
+    @property
+    def send_stall_seconds(self) -> float:
+        return float(value("SEND_STALL_SECONDS"))
 
     @property
     def graphs(self) -> Any:
