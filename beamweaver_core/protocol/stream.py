@@ -6,15 +6,14 @@ when a worker dies and another takes the run over). Hints from the channel layer
 say when to read again; without them (Redis down) the stream polls. Live model deltas
 are sent between stored events, without ids.
 
-Memory is bounded: frames are produced one batch of stored events at a time, a batch
-never much more than the bytes the stream may still send; the hint buffer is the layer's
-own (bounded); and a stream of a run still running ends once it has sent
-`LG_STREAM_MAX_BYTES` (the SDKs reconnect with `Last-Event-ID` to the `Location` the
-response names), even in the middle of a backlog of stored events. The server (daphne)
-buffers what a client does not read, so a client that never reads the stream of a
-running run holds at most about that much (plus one stored event). A finished run's
-stream is sent whole (the SDKs do not reconnect to a finished run's stream), so there it
-is bounded by the run's stored events.
+Memory is bounded per stream whatever the client does: the web server's `send` waits
+for a client that does not take what it is sent (`beamweaver_core.backpressure`, which
+drops one that takes nothing for `SEND_STALL_SECONDS`), and the stream encodes at most
+`WINDOW_BYTES` (plus one stored event) ahead of it, reading its backlog by size
+(`protocol.backlog`); the hint buffer is the layer's own (bounded). A stream of a run
+still running also ends once it has sent `LG_STREAM_MAX_BYTES` (the SDKs reconnect with
+`Last-Event-ID` to the `Location` the response names); a finished run's stream is sent
+whole (the SDKs do not reconnect to a finished run's stream).
 """
 
 from __future__ import annotations
