@@ -9,6 +9,7 @@ from django.conf import settings
 from django.core import checks
 
 from beamweaver_core.accounts import mail_is_delivered
+from beamweaver_core.conf import as_written
 from beamweaver_core.runtime.mcp_servers import config_problems
 
 
@@ -81,7 +82,9 @@ def check_conn_max_age(app_configs: Any, **kwargs: Any) -> list[checks.CheckMess
 
 @checks.register()
 def check_graph_registry(app_configs: Any, **kwargs: Any) -> list[checks.CheckMessage]:
-    graphs = getattr(settings, "BEAMWEAVER", {}).get("GRAPHS", {})
+    graphs = as_written("GRAPHS")
+    if graphs is None:
+        graphs = {}
     errors = []
     if not isinstance(graphs, dict):
         return [
@@ -105,7 +108,9 @@ def check_graph_registry(app_configs: Any, **kwargs: Any) -> list[checks.CheckMe
 @checks.register()
 def check_mcp_servers(app_configs: Any, **kwargs: Any) -> list[checks.CheckMessage]:
     """`BEAMWEAVER["MCP_SERVERS"]` is well formed, and the `mcp` SDK is there to use it."""
-    servers = getattr(settings, "BEAMWEAVER", {}).get("MCP_SERVERS", {})
+    servers = as_written("MCP_SERVERS")
+    if servers is None:
+        servers = {}
     errors = [
         checks.Error(
             problem,

@@ -38,22 +38,36 @@ DEFAULTS: dict[str, Any] = {
     "LG_FALLBACK_POLL_SECONDS": 0.5,
     "LG_CORS_ORIGINS": (),
     "LG_STREAM_MAX_BYTES": 4 * 1024 * 1024,
+    "LG_WEBHOOK_SECRET": "",
+    "LG_WEBHOOK_HOSTS": (),
+    # Rate limits (`beamweaver_core.ratelimit`): "count/seconds".
+    "RATE_DECISIONS": "20/10",
+    "RATE_LOGINS": "30/60",
+    "LOGIN_LOCKOUT": "5/900",
+    "RATE_RESETS": "10/3600",
+    "RATE_RESET_MAILS": "3/3600",
     # How long a streamed HTTP response may wait for a client that takes nothing before
     # the server drops it (`beamweaver_core.backpressure`).
     "SEND_STALL_SECONDS": 60.0,
 }
 
 
+def as_written(key: str) -> Any:
+    """`settings.BEAMWEAVER[key]` as written, `None` when missing: what system checks
+    validate. Everything else reads `value` or a `Conf` property."""
+    return (getattr(settings, "BEAMWEAVER", None) or {}).get(key)
+
+
 def value(key: str) -> Any:
     """`settings.BEAMWEAVER[key]`, or its default (`DEFAULTS`) when missing or None."""
-    found = (getattr(settings, "BEAMWEAVER", None) or {}).get(key)
+    found = as_written(key)
     return DEFAULTS.get(key) if found is None else found
 
 
 class Conf:
     """Typed accessors of the project's settings; each property reads the setting again.
-    (The review inbox's own list settings, `REVIEW_POLICIES` and kin, are read and
-    validated by their modules in `reviews`.)"""
+    (The review inbox's own settings, `REVIEW_POLICIES` and kin, are `reviews.conf`'s,
+    read through `as_written`: this module never imports `reviews`.)"""
 
     @property
     def worker_mode(self) -> str:
@@ -144,7 +158,22 @@ class Conf:
     def lg_cors_origins(self) -> tuple[str, ...]:
         return tuple(value("LG_CORS_ORIGINS") or ())
 
+    @property
+    def lg_webhook_secret(self) -> str:
+        """The secret that signs run webhooks ("": run webhooks are off)."""
+        return str(value("LG_WEBHOOK_SECRET") or "")
+
+    @property
+    def lg_webhook_hosts(self) -> list[str]:
+        """The hosts run webhooks may call."""
+        return list(value("LG_WEBHOOK_HOSTS") or ())
+
+    def rate_limit(self, name: str) -> str:
+        """The rate limit `name` ("RATE_DECISIONS", "LOGIN_LOCKOUT", ...) as "count/seconds";
+        an empty one is its default."""
+        return str(value(name) or DEFAULTS[name])
+
 
 conf = Conf()
 
-__all__ = ["DEFAULTS", "Conf", "conf", "value"]
+__all__ = ["DEFAULTS", "Conf", "as_written", "conf", "value"]

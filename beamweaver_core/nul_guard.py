@@ -6,7 +6,7 @@ a query (a list filter, a lookup by id or username, a session key read from a co
 client decision id) raised `DataError`, a 500. No path, query parameter, cookie or form
 field of this project has a use for NUL, so the request is refused at the edge, once,
 instead of in every view: as the API's error JSON (`{"status", "code", "message"}`) under
-the review API or for a client that asks for JSON (`errors.wants_json`), as plain text
+the review API or for a client that asks for JSON (`error_views.wants_json`), as plain text
 elsewhere. Like the other edge
 refusals (CSRF, 413, 429) it decides nothing and so is not in the review audit log. JSON
 bodies are `json_input.parse_json`'s to refuse (a NUL there is an escape, `\u0000`).
@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable
 from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
-from beamweaver_core.errors import wants_json
+from beamweaver_core.error_views import wants_json
 
 NUL = "\x00"
 MESSAGE = (

@@ -41,7 +41,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from django.conf import settings
 from django.contrib.admin.sites import AdminSite
 from django.contrib.auth.signals import user_logged_in, user_login_failed
 from django.contrib.auth.views import LoginView, PasswordChangeView, PasswordResetView
@@ -50,15 +49,10 @@ from django.dispatch import receiver
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.template.response import TemplateResponse
 
+from beamweaver_core.conf import conf
+
 logger = logging.getLogger(__name__)
 
-DEFAULTS = {
-    "RATE_DECISIONS": "20/10",
-    "RATE_LOGINS": "30/60",
-    "LOGIN_LOCKOUT": "5/900",
-    "RATE_RESETS": "10/3600",
-    "RATE_RESET_MAILS": "3/3600",
-}
 _PREFIX = "bw:rl"
 
 
@@ -85,8 +79,9 @@ class Limit:
 
 
 def configured(name: str) -> Limit:
-    """The limit `name` from `settings.BEAMWEAVER` (read at each request)."""
-    return Limit.parse(settings.BEAMWEAVER.get(name) or DEFAULTS[name])
+    """The limit `name` from `settings.BEAMWEAVER` (read at each request, defaults in
+    `beamweaver_core.conf`)."""
+    return Limit.parse(conf.rate_limit(name))
 
 
 def _key(*parts: str) -> str:
@@ -278,7 +273,6 @@ class RateLimitMiddleware:
 _CHANGING = "beamweaver.password_change"
 
 __all__ = [
-    "DEFAULTS",
     "Limit",
     "RateLimitMiddleware",
     "account_key",

@@ -9,5 +9,5 @@ urlpatterns = [
     path("", include("beamweaver_core.embed.urls")),
 ]
 
-handler404 = "beamweaver_core.errors.not_found"
-handler500 = "beamweaver_core.errors.server_error"
+handler404 = "beamweaver_core.error_views.not_found"
+handler500 = "beamweaver_core.error_views.server_error"

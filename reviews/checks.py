@@ -6,23 +6,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.conf import settings
 from django.core import checks
 from django.utils.module_loading import import_string
 
+from beamweaver_core.conf import as_written
 from reviews.models import NotificationEvent
 from reviews.policies import parse_settings_policy
 
 _FIELDS = "{'name', 'url', 'secret', 'events'}"
 
 
-def _conf() -> dict[str, Any]:
-    return getattr(settings, "BEAMWEAVER", {}) or {}
-
-
 @checks.register()
 def check_review_policies(app_configs: Any, **kwargs: Any) -> list[checks.CheckMessage]:
-    raw = _conf().get("REVIEW_POLICIES") or []
+    raw = as_written("REVIEW_POLICIES") or []
     if not isinstance(raw, list):
         return [checks.Error("BEAMWEAVER['REVIEW_POLICIES'] must be a list.", id="beamweaver.E020")]
     errors: list[checks.CheckMessage] = []
@@ -55,7 +51,7 @@ def check_review_policies(app_configs: Any, **kwargs: Any) -> list[checks.CheckM
 
 @checks.register()
 def check_rejection_reasons(app_configs: Any, **kwargs: Any) -> list[checks.CheckMessage]:
-    raw = _conf().get("REVIEW_REJECTION_REASONS")
+    raw = as_written("REVIEW_REJECTION_REASONS")
     if raw is None:
         return []
     fine = isinstance(raw, list | tuple) and all(
@@ -76,7 +72,7 @@ def check_rejection_reasons(app_configs: Any, **kwargs: Any) -> list[checks.Chec
 
 @checks.register()
 def check_webhooks(app_configs: Any, **kwargs: Any) -> list[checks.CheckMessage]:
-    raw = _conf().get("REVIEW_WEBHOOKS") or []
+    raw = as_written("REVIEW_WEBHOOKS") or []
     errors: list[checks.CheckMessage] = []
     if not isinstance(raw, list):
         raw = [raw]
@@ -103,7 +99,7 @@ def check_webhooks(app_configs: Any, **kwargs: Any) -> list[checks.CheckMessage]
 
 @checks.register()
 def check_notification_channels(app_configs: Any, **kwargs: Any) -> list[checks.CheckMessage]:
-    raw = _conf().get("REVIEW_NOTIFICATION_CHANNELS")
+    raw = as_written("REVIEW_NOTIFICATION_CHANNELS")
     if raw is None:
         return []
     errors: list[checks.CheckMessage] = []

@@ -3,6 +3,7 @@ against recorded tool calls. Both only read; both are for reviewers."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -10,6 +11,7 @@ from django import forms
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
+from django.utils.safestring import SafeString
 from django.views.decorators.http import require_GET, require_http_methods
 
 from reviews import analytics, charts, simulation
@@ -25,8 +27,24 @@ def _days(request: HttpRequest) -> int:
     return days if days in analytics.WINDOWS else 30
 
 
-def _analytics_charts(report: analytics.Report) -> dict[str, Any]:
+def _times_to_decision(by: str, times: Sequence[analytics.Timing]) -> SafeString:
+    """A grouped bar chart of the median and 90th percentile time to decision by `by`."""
     dur = analytics.duration
+    return charts.grouped_bars(
+        f"Time to decision by {by} (median, 90th percentile)",
+        [t.name for t in times],
+        [
+            b
+            for t in times
+            for b in (
+                charts.Bar("median", t.median, f"median {dur(t.median)}"),
+                charts.Bar("p90", t.p90, f"p90 {dur(t.p90)}", "bar-3"),
+            )
+        ],
+    )
+
+
+def _analytics_charts(report: analytics.Report) -> dict[str, Any]:
     mix_css = {
         "approve": "bar-2",
         "edit": "bar",
@@ -41,30 +59,8 @@ def _analytics_charts(report: analytics.Report) -> dict[str, Any]:
             "Pending items by age",
             [charts.Bar(label, n, str(n)) for label, n in report.age_buckets],
         ),
-        "reviewers": charts.grouped_bars(
-            "Time to decision by reviewer (median, 90th percentile)",
-            [t.name for t in report.by_reviewer],
-            [
-                b
-                for t in report.by_reviewer
-                for b in (
-                    charts.Bar("median", t.median, f"median {dur(t.median)}"),
-                    charts.Bar("p90", t.p90, f"p90 {dur(t.p90)}", "bar-3"),
-                )
-            ],
-        ),
-        "tools": charts.grouped_bars(
-            "Time to decision by tool (median, 90th percentile)",
-            [t.name for t in report.by_tool],
-            [
-                b
-                for t in report.by_tool
-                for b in (
-                    charts.Bar("median", t.median, f"median {dur(t.median)}"),
-                    charts.Bar("p90", t.p90, f"p90 {dur(t.p90)}", "bar-3"),
-                )
-            ],
-        ),
+        "reviewers": _times_to_decision("reviewer", report.by_reviewer),
+        "tools": _times_to_decision("tool", report.by_tool),
         "mix": charts.stacked(
             "Decision mix",
             [charts.Bar(name, n, str(n), mix_css[name]) for name, n in report.mix],

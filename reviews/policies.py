@@ -31,10 +31,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 
+from reviews.conf import conf
 from reviews.models import ReviewItem, ReviewPolicy
 from reviews.models.policies import MAX_APPROVALS
 
@@ -176,7 +176,7 @@ def parse_settings_policy(raw: Any) -> Policy:
 def settings_policies() -> list[Policy]:
     """The valid policies of `BEAMWEAVER["REVIEW_POLICIES"]` (system checks report the rest)."""
     found = []
-    for index, raw in enumerate(settings.BEAMWEAVER.get("REVIEW_POLICIES") or ()):
+    for index, raw in enumerate(conf.policies):
         try:
             found.append(parse_settings_policy(raw))
         except ValueError as exc:

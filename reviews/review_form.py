@@ -1,20 +1,25 @@
 """The review forms: what the item page renders for each kind of item, and how a posted
 form becomes a `DecisionRequest`.
 
-A tool review renders one card per action request: a decision choice limited to the
-allowed decisions, a message (reject / respond), and an edit form generated from the
-tool's JSON Schema (one input per property, JSON text for nested values) with a raw-JSON
-fallback. Element ids and field names are built from indexes only, never from argument
-names or other untrusted text. Values shown are redacted by the one redaction policy
-(`beamweaver_core.redaction`: credentials only); each card lists what was withheld
-(`withheld`), and a reviewer who revealed the secrets (`reviews.reveal`) gets the card
-unredacted. An edited value left at `[redacted]` keeps the original, so a reviewer never
-types a secret back in.
+A tool review renders one card per action request, each a Django form
+(`reviews.action_form.ActionForm`: a decision choice limited to the allowed decisions, a
+message, an edit form generated from the tool's JSON Schema with a raw-JSON fallback).
+Values shown are redacted by the one redaction policy (`beamweaver_core.redaction`:
+credentials only); each card lists what was withheld (`withheld`), and a reviewer who
+revealed the secrets (`reviews.reveal`) gets the card unredacted. An edited value left
+at `[redacted]` keeps the original, so a reviewer never types a secret back in.
+
+The cards are not a Django formset: their number is the interrupt's, never the client's,
+so a formset's management form (`d-TOTAL_FORMS` and kin, required in every post) would
+only add a way for a post to be refused before the decision service sees and audits it,
+and its `d-0-type` names would replace the `d0-type` names of the page, its scripts and
+every client posting the form. `ReviewForm` is not a form either: it is what the page
+shows of one item's decision (offer, limits, revealed secrets) around the cards and the
+few item-level inputs (`note`, `reason`, `answer`) that `decision_request` reads.
 """
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -23,61 +28,17 @@ from typing import Any
 from django.http import QueryDict
 
 from beamweaver_core.agent import HITL
-from beamweaver_core.agent.review import EXECUTING_TYPES, ActionRequest, ReviewConfig
+from beamweaver_core.agent.review import EXECUTING_TYPES
 from beamweaver_core.exceptions import NotAReviewError
-from beamweaver_core.redaction import redact, withheld
+from beamweaver_core.redaction import withheld
 from reviews import payloads, quorum
+from reviews.action_form import DECISION_LABELS, ActionForm
 from reviews.answers import problem
-from reviews.arg_fields import (
-    MISSING,
-    ArgField,
-    FieldError,
-    arg_fields,
-    parse_arg,
-    restore_redacted,
-)
 from reviews.diffs import args_diff
 from reviews.models import ReviewItem
 from reviews.permissions import can_reveal
 from reviews.rules import DecisionOffer, decision_offer
 from reviews.services import DecisionRequest
-
-DECISION_LABELS = {
-    "approve": "Approve",
-    "edit": "Edit, then run",
-    "reject": "Reject",
-    "respond": "Respond instead",
-}
-_LONG_TEXT = 80
-_MISSING = object()
-
-
-@dataclass
-class ActionForm:
-    """One action request's card."""
-
-    index: int
-    action: ActionRequest
-    config: ReviewConfig
-    shown_args: Any
-    allowed: list[tuple[str, str]]
-    chosen: str = ""
-    message: str = ""
-    mode: str = "fields"
-    fields: list[ArgField] = field(default_factory=list)
-    json_text: str = ""
-    problems: list[str] = field(default_factory=list)
-    diff: list[dict[str, Any]] | None = None
-    withheld: list[str] = field(default_factory=list)
-
-    @property
-    def prefix(self) -> str:
-        return f"d{self.index}"
-
-    @property
-    def offered(self) -> list[str]:
-        """The decisions this reviewer may choose for the action."""
-        return [value for value, _ in self.allowed]
 
 
 @dataclass
@@ -157,7 +118,7 @@ def review_form(
         for index, (action, config) in enumerate(
             zip(review.action_requests, review.review_configs, strict=True)
         ):
-            card = _action_form(index, action, config, data, reveal=reveal)
+            card = ActionForm(index, action, config, data, reveal=reveal)
             card.allowed = [(d, label) for d, label in card.allowed if d not in _held(form.offer)]
             form.actions.append(card)
     elif item.kind == ReviewItem.Kind.INTERRUPT:
@@ -219,39 +180,6 @@ def _limits(form: ReviewForm) -> list[str]:
     return limits
 
 
-def _action_form(
-    index: int,
-    action: ActionRequest,
-    config: ReviewConfig,
-    data: QueryDict | None,
-    *,
-    reveal: bool = False,
-) -> ActionForm:
-    args = payloads.plain(action.args)
-    shown = args if reveal else redact(args)
-    card = ActionForm(
-        index=index,
-        action=action,
-        config=config,
-        shown_args=shown,
-        allowed=[(d, DECISION_LABELS[d]) for d in config.allowed_decisions],
-        fields=arg_fields(config.args_schema, shown),
-        json_text=json.dumps(shown, indent=2, sort_keys=True, ensure_ascii=False),
-        withheld=withheld(args),
-    )
-    if data is not None:
-        prefix = card.prefix
-        card.chosen = data.get(f"{prefix}-type", "")
-        card.message = data.get(f"{prefix}-message", "")
-        card.mode = "json" if data.get(f"{prefix}-mode") == "json" else "fields"
-        card.json_text = data.get(f"{prefix}-json", card.json_text)
-        for arg in card.fields:
-            posted = data.get(f"{prefix}-arg{arg.index}")
-            if posted is not None:
-                arg.value = posted
-    return card
-
-
 def _attach_problems(form: ReviewForm, problems: Sequence[Mapping[str, Any]]) -> None:
     for found in problems:
         message = str(found.get("message", ""))
@@ -263,50 +191,7 @@ def _attach_problems(form: ReviewForm, problems: Sequence[Mapping[str, Any]]) ->
         if not isinstance(index, int) or not 0 <= index < len(form.actions):
             form.problems.append(message)
             continue
-        card = form.actions[index]
-        arg = _field_for(card, name)
-        if arg is not None:
-            arg.problems.append(message)
-        else:
-            card.problems.append(message)
-
-
-def _field_for(card: ActionForm, name: str) -> ArgField | None:
-    prefix = "edited_action.args."
-    if not name.startswith(prefix):
-        return None
-    path = name[len(prefix) :]
-    for arg in card.fields:
-        if path == arg.name or path.startswith(arg.name + "."):
-            return arg
-    return None
-
-
-def _edited_args(card: ActionForm, data: QueryDict) -> tuple[Any, list[dict[str, Any]]]:
-    prefix = card.prefix
-    original = payloads.plain(card.action.args)
-    if data.get(f"{prefix}-mode") == "json":
-        try:
-            parsed = payloads.parse_json(
-                data.get(f"{prefix}-json", ""), what="The edited arguments"
-            )
-        except payloads.PayloadError as exc:
-            return None, [problem(card.index, "edited_action.args", str(exc))]
-        return restore_redacted(parsed, original), []
-    args: dict[str, Any] = {}
-    problems = []
-    for arg in card.fields:
-        raw = data.get(f"{prefix}-arg{arg.index}")
-        if raw is None:
-            continue
-        try:
-            value = parse_arg(arg, raw)
-        except FieldError as exc:
-            problems.append(problem(card.index, f"edited_action.args.{arg.name}", str(exc)))
-            continue
-        if value is not MISSING:
-            args[arg.name] = value
-    return restore_redacted(args, original), problems
+        form.actions[index].add_problem(name, message)
 
 
 def decision_request(
@@ -318,19 +203,20 @@ def decision_request(
     if item.kind == ReviewItem.Kind.TOOL_REVIEW:
         decisions = []
         approve_all = "approve_all" in data
-        for card in form.actions:
-            kind = "approve" if approve_all else data.get(f"{card.prefix}-type", "")
+        for shown in form.actions:
+            card = shown if shown.data is data else shown.bound_to(data)
+            kind = "approve" if approve_all else card.chosen
             if not kind:
                 problems.append(problem(card.index, "type", "Choose a decision for this action."))
                 continue
             chosen: dict[str, Any] = {"type": kind}
-            message = data.get(f"{card.prefix}-message", "")
+            message = card.message_text
             if kind in ("reject", "respond") and message.strip():
                 chosen["message"] = message
             elif kind == "respond":
                 chosen["message"] = ""
             if kind == "edit":
-                args, found = _edited_args(card, data)
+                args, found = card.edited_args()
                 problems.extend(found)
                 chosen["edited_action"] = {"name": card.action.name, "args": args}
             decisions.append(chosen)
@@ -359,13 +245,13 @@ def decision_request(
     )
 
 
-def preview(card: ActionForm, data: QueryDict) -> None:
-    """Fill `card.diff` and field problems for the edit in `data` (nothing is decided)."""
-    args, problems = _edited_args(card, data)
+def preview(card: ActionForm) -> None:
+    """Fill `card.diff` and its problems for the edit it was posted with (nothing is
+    decided)."""
+    args, problems = card.edited_args()
     if problems or not isinstance(args, Mapping):
-        for problem in problems:
-            arg = _field_for(card, problem["field"])
-            (arg.problems if arg else card.problems).append(problem["message"])
+        for found in problems:
+            card.add_problem(found["field"], found["message"])
         card.diff = None
         return
     card.diff = args_diff(payloads.plain(card.action.args), args)
@@ -376,12 +262,9 @@ def preview(card: ActionForm, data: QueryDict) -> None:
     try:
         HITL.validate_decisions(review, [decision])
     except Exception as exc:
-        for problem in getattr(exc, "problems", ()):
-            text = str(problem.get("message", "")).replace(
-                "decisions[0]", f"decisions[{card.index}]"
-            )
-            arg = _field_for(card, str(problem.get("field", "")))
-            (arg.problems if arg else card.problems).append(text)
+        for found in getattr(exc, "problems", ()):
+            text = str(found.get("message", "")).replace("decisions[0]", f"decisions[{card.index}]")
+            card.add_problem(str(found.get("field", "")), text)
 
 
 __all__ = [

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.urls import include, path, register_converter
 
-from reviews import audit_views, fork_views, insight_views, item_actions, thread_views, views
+from reviews import assignment_views, audit_views, fork_views, insight_views, thread_views, views
 from reviews.converters import ThreadIdConverter
 
 register_converter(ThreadIdConverter, "thread_id")
@@ -18,10 +18,10 @@ urlpatterns = [
     path("items/<int:pk>/decide/", views.decide_view, name="decide"),
     path("items/<int:pk>/reveal/", views.reveal_view, name="reveal"),
     path("items/<int:pk>/actions/<int:index>/preview/", views.preview_edit_view, name="preview"),
-    path("items/<int:pk>/claim/", item_actions.claim_view, name="claim"),
-    path("items/<int:pk>/unclaim/", item_actions.unclaim_view, name="unclaim"),
-    path("items/<int:pk>/reassign/", item_actions.reassign_view, name="reassign"),
-    path("items/<int:pk>/extend/", item_actions.extend_view, name="extend"),
+    path("items/<int:pk>/claim/", assignment_views.claim_view, name="claim"),
+    path("items/<int:pk>/unclaim/", assignment_views.unclaim_view, name="unclaim"),
+    path("items/<int:pk>/reassign/", assignment_views.reassign_view, name="reassign"),
+    path("items/<int:pk>/extend/", assignment_views.extend_view, name="extend"),
     path("runs/new/", thread_views.start_run_view, name="start_run"),
     path("audit/", audit_views.audit_view, name="audit"),
     path("notifications/", views.preferences_view, name="preferences"),

@@ -217,7 +217,7 @@ def preview_edit_view(request: HttpRequest, pk: int, index: int) -> HttpResponse
         )
         response["X-BeamWeaver-Refusal"] = form.offer.why or "not_allowed"
         return response
-    review_form.preview(card, data)
+    review_form.preview(card)
     if request.htmx:
         return render(
             request,

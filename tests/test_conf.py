@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import ast
+from pathlib import Path
+
 from django.conf import settings
 from django.test import override_settings
 
@@ -46,3 +49,101 @@ def test_the_modules_that_read_a_setting_read_it_through_conf() -> None:
         assert access.mode() == "token"
         assert sweeper.interval() == 3.0
         assert outbox.backoff(2).total_seconds() == 4.0
+
+
+def test_the_review_settings_are_read_through_reviews_conf() -> None:
+    from beamweaver_core import ratelimit
+    from beamweaver_core.protocol import webhooks as run_webhooks
+    from reviews import policies, reasons
+    from reviews.conf import DEFAULTS as REVIEW_DEFAULTS
+    from reviews.notifications import channels, webhooks
+
+    hook = {"name": "ops", "url": "https://ops.example", "secret": "s" * 16, "events": []}
+    override = {
+        "REVIEW_POLICIES": [{"name": "refunds", "tool": "issue_refund"}],
+        "REVIEW_WEBHOOKS": [hook],
+        "REVIEW_NOTIFICATION_CHANNELS": {"email": "reviews.notifications.email.EmailChannel"},
+        "REVIEW_REJECTION_REASONS": [{"code": "c", "label": "L", "message": "M"}],
+        "RATE_DECISIONS": "7/3",
+        "LG_WEBHOOK_SECRET": "run-secret",
+        "LG_WEBHOOK_HOSTS": ["hooks.example"],
+    }
+    with override_settings(BEAMWEAVER=override):
+        assert [p.name for p in policies.settings_policies()] == ["refunds"]
+        assert list(webhooks.endpoints()) == ["ops"]
+        assert list(channels.configured()) == ["email"]
+        assert [r.code for r in reasons.rejection_reasons()] == ["c"]
+        assert ratelimit.configured("RATE_DECISIONS") == ratelimit.Limit(7, 3)
+        assert run_webhooks.checked_url("https://hooks.example/x") == "https://hooks.example/x"
+
+    with override_settings(BEAMWEAVER={"GRAPHS": {}}):
+        assert policies.settings_policies() == [] and webhooks.endpoints() == {}
+        assert list(channels.configured()) == ["email", "webhook"]
+        defaults = [r["code"] for r in REVIEW_DEFAULTS["REVIEW_REJECTION_REASONS"]]
+        assert [r.code for r in reasons.rejection_reasons()] == defaults
+        assert ratelimit.configured("LOGIN_LOCKOUT") == ratelimit.Limit(5, 900)
+    # An empty channel mapping is the default one, as before; an empty reason list is none.
+    with override_settings(
+        BEAMWEAVER={"REVIEW_NOTIFICATION_CHANNELS": {}, "REVIEW_REJECTION_REASONS": []}
+    ):
+        assert list(channels.configured()) == ["email", "webhook"]
+        assert reasons.rejection_reasons() == []
+
+
+def _reads_beamweaver_settings(tree: ast.AST) -> list[int]:
+    """Lines of `tree` that read `settings.BEAMWEAVER` (a write, `settings.BEAMWEAVER[k] =
+    ...`, is not a read) or `getattr(settings, "BEAMWEAVER", ...)`."""
+    written = {
+        id(node.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store)
+    }
+    lines = []
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Attribute)
+            and node.attr == "BEAMWEAVER"
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "settings"
+            and id(node) not in written
+        ):
+            lines.append(node.lineno)
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "getattr"
+            and len(node.args) >= 2
+            and isinstance(node.args[1], ast.Constant)
+            and node.args[1].value == "BEAMWEAVER"
+        ):
+            lines.append(node.lineno)
+    return sorted(lines)
+
+
+def test_no_product_module_but_the_conf_modules_reads_the_settings_dict() -> None:
+    root = Path(__file__).resolve().parent.parent
+    allowed = {
+        "beamweaver_core/conf.py",
+        "reviews/conf.py",
+        # Where the dict is built: the project's settings and a host project's.
+        "beamweaver_core/settings.py",
+        "beamweaver_core/embed/settings.py",
+    }
+    readers = []
+    for package in ("beamweaver_core", "reviews"):
+        for path in sorted((root / package).rglob("*.py")):
+            name = path.relative_to(root).as_posix()
+            if name in allowed:
+                continue
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            readers += [f"{name}:{line}" for line in _reads_beamweaver_settings(tree)]
+    assert readers == []
+
+
+def test_the_scan_finds_a_read_and_passes_over_a_write() -> None:
+    code = (
+        "x = settings.BEAMWEAVER.get('A')\n"
+        "settings.BEAMWEAVER['B'] = 1\n"
+        "y = getattr(settings, 'BEAMWEAVER', {})\n"
+    )
+    assert _reads_beamweaver_settings(ast.parse(code)) == [1, 3]

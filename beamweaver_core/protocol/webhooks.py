@@ -24,10 +24,10 @@ from datetime import timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
-from django.conf import settings
 from django.db import close_old_connections, transaction
 from django.utils import timezone
 
+from beamweaver_core.conf import conf
 from beamweaver_core.protocol import representations
 from beamweaver_core.protocol.errors import ProtocolError
 from beamweaver_core.protocol.models import ProtocolRun
@@ -42,8 +42,7 @@ RETRY_AFTER = timedelta(seconds=30)
 
 
 def _conf() -> tuple[str, list[str]]:
-    conf = settings.BEAMWEAVER
-    return str(conf.get("LG_WEBHOOK_SECRET") or ""), list(conf.get("LG_WEBHOOK_HOSTS") or ())
+    return conf.lg_webhook_secret, conf.lg_webhook_hosts
 
 
 def checked_url(url: str) -> str:

@@ -6,37 +6,24 @@ from typing import Any
 
 from beamweaver_core.redaction import redact, withheld
 from reviews import quorum
+from reviews.item_json import item_json
 from reviews.models import Decision, ReviewItem
-from reviews.notifications.dispatch import item_url
 
 
 def _name(user: Any) -> str | None:
     return user.get_username() if user is not None else None
 
 
-def _time(value: Any) -> str | None:
-    return value.isoformat() if value is not None else None
-
-
 def item_summary(item: ReviewItem) -> dict[str, Any]:
-    """What the list shows of an item: enough to decide whether and how to answer it."""
+    """What the list shows of an item: enough to decide whether and how to answer it (the
+    fields notifications send too, `item_json`, and who holds it, what it answers)."""
     return {
-        "id": item.pk,
-        "url": item_url(item),
-        "thread_id": item.thread_id,
-        "graph": item.graph,
-        "kind": item.kind,
-        "tools": list(item.tool_names),
-        "status": item.status,
+        **item_json(item),
         "interrupt_id": item.interrupt_id,
         "digest": item.digest,
-        "created_at": _time(item.created_at),
-        "due_at": _time(item.due_at),
         "assignee": _name(item.assignee),
         "claimed_by": _name(item.claimed_by),
-        "required_approvals": item.required_approvals,
         "approvals": len(quorum.counted(item)) if item.needs_quorum else 0,
-        "policy_version": item.policy_version,
     }
 
 

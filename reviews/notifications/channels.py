@@ -11,15 +11,10 @@ import functools
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from django.conf import settings
 from django.utils.module_loading import import_string
 
+from reviews.conf import conf
 from reviews.models import OutboxMessage, ReviewItem
-
-DEFAULT_CHANNELS = {
-    "email": "reviews.notifications.email.EmailChannel",
-    "webhook": "reviews.notifications.webhooks.WebhookChannel",
-}
 
 
 class DeliveryError(Exception):
@@ -44,8 +39,7 @@ def _load(path: str) -> Channel:
 
 def configured() -> dict[str, Channel]:
     """The channels in force, by name."""
-    paths = settings.BEAMWEAVER.get("REVIEW_NOTIFICATION_CHANNELS") or DEFAULT_CHANNELS
-    return {name: _load(path) for name, path in paths.items()}
+    return {name: _load(path) for name, path in conf.notification_channels.items()}
 
 
-__all__ = ["DEFAULT_CHANNELS", "Channel", "DeliveryError", "configured"]
+__all__ = ["Channel", "DeliveryError", "configured"]

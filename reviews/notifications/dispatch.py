@@ -5,19 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.urls import reverse
-
-from beamweaver_core.conf import conf
 from reviews import permissions
+from reviews.item_json import item_json
 from reviews.models import NotificationEvent, ReviewItem
 from reviews.notifications import channels, outbox
 from reviews.permissions import policy_allows
-
-
-def item_url(item: ReviewItem) -> str:
-    """The deep link to the item's page (`BEAMWEAVER["BASE_URL"]` + its path)."""
-    base = conf.base_url.rstrip("/")
-    return base + reverse("reviews:item", args=[item.pk])
 
 
 def audience(event: str, item: ReviewItem) -> list[Any]:
@@ -59,23 +51,11 @@ def summary(event: str, item: ReviewItem) -> str:
 
 def payload(event: str, item: ReviewItem) -> dict[str, Any]:
     """What every channel's message is made of (JSON; no argument values: a webhook or an
-    inbox outside the product is not where a tool's arguments should travel)."""
+    inbox outside the product is not where a tool's arguments should travel: `item_json`)."""
     return {
         "event": event,
         "summary": summary(event, item),
-        "item": {
-            "id": item.pk,
-            "url": item_url(item),
-            "thread_id": item.thread_id,
-            "graph": item.graph,
-            "kind": item.kind,
-            "tools": list(item.tool_names),
-            "status": item.status,
-            "created_at": item.created_at.isoformat(),
-            "due_at": item.due_at.isoformat() if item.due_at else None,
-            "required_approvals": item.required_approvals,
-            "policy_version": item.policy_version,
-        },
+        "item": item_json(item),
     }
 
 
@@ -92,4 +72,4 @@ def notify(event: str, item: ReviewItem) -> int:
     return queued
 
 
-__all__ = ["audience", "item_url", "notify", "payload", "summary"]
+__all__ = ["audience", "notify", "payload", "summary"]

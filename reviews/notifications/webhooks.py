@@ -24,14 +24,13 @@ import urllib.request
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from django.conf import settings
-
 from beamweaver_core.signatures import (
     SIGNATURE_TOLERANCE_SECONDS,
     sign,
     signature_headers,
     verify_signature,
 )
+from reviews.conf import conf
 from reviews.models import OutboxMessage, ReviewItem
 from reviews.notifications.channels import DeliveryError
 
@@ -40,7 +39,7 @@ TIMEOUT_SECONDS = 10.0
 
 def endpoints() -> dict[str, Mapping[str, Any]]:
     """The configured endpoints, by name."""
-    return {e["name"]: e for e in settings.BEAMWEAVER.get("REVIEW_WEBHOOKS") or ()}
+    return {e["name"]: e for e in conf.webhooks}
 
 
 class WebhookChannel:

@@ -9,7 +9,7 @@ from django.http import HttpRequest, HttpResponse
 from django.test import Client
 from django.urls import get_resolver, path
 
-from beamweaver_core import errors
+from beamweaver_core import error_views
 
 
 def _raise_operational(request: HttpRequest) -> HttpResponse:
@@ -37,11 +37,13 @@ urlpatterns = [
     path("wrapped/", _raise_wrapped),
     path("bug/", _raise_bug),
 ]
-handler500 = "beamweaver_core.errors.server_error"
+handler500 = "beamweaver_core.error_views.server_error"
 
 
 def test_the_project_urlconf_uses_the_handler() -> None:
-    assert get_resolver("beamweaver_core.urls").resolve_error_handler(500) is errors.server_error
+    assert (
+        get_resolver("beamweaver_core.urls").resolve_error_handler(500) is error_views.server_error
+    )
 
 
 @pytest.mark.urls(__name__)
@@ -49,7 +51,7 @@ def test_the_project_urlconf_uses_the_handler() -> None:
 def test_an_unreachable_database_answers_503_with_retry_after(url: str) -> None:
     response = Client(raise_request_exception=False).get(url)
     assert response.status_code == 503
-    assert response["Retry-After"] == str(errors.RETRY_AFTER_SECONDS)
+    assert response["Retry-After"] == str(error_views.RETRY_AFTER_SECONDS)
     assert "database" in response.content.decode()
 
 

@@ -21,6 +21,7 @@ from reviews.models import NotificationPreference, OutboxMessage
 from reviews.notifications import notify, outbox
 from reviews.notifications.webhooks import sign, verify_signature
 from tests.reviews.conftest import client_for, make_reviewer, pause, use_policies
+from tests.reviews.test_api import api_for
 
 pytestmark = pytest.mark.django_db
 
@@ -73,6 +74,21 @@ def test_a_new_item_queues_a_webhook_in_the_same_transaction(receiver: Receiver)
         item,
     )
     assert queued.payload["item"]["url"] == f"http://localhost:8000/items/{item.pk}/"
+
+
+def test_a_webhook_describes_the_item_as_the_api_does(receiver: Receiver) -> None:
+    item = pause()
+
+    queued = OutboxMessage.objects.get(event="review.created")
+    api = api_for(make_reviewer("api-reader")).get(f"/api/v1/items/{item.pk}/")
+
+    sent = queued.payload["item"]
+    assert set(sent) == {
+        "id", "url", "thread_id", "graph", "kind", "tools", "status", "created_at", "due_at",
+        "required_approvals", "policy_version",
+    }  # fmt: skip
+    assert api.status_code == 200
+    assert {key: api.json()[key] for key in sent} == sent
 
 
 def test_a_rolled_back_change_queues_nothing(receiver: Receiver) -> None:

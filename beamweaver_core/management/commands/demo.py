@@ -155,7 +155,7 @@ class Command(BaseCommand):
             },
         }
         settings.BEAMWEAVER["GRAPHS"] = {
-            **settings.BEAMWEAVER["GRAPHS"],
+            **(conf.graphs or {}),
             IT_GRAPH: "beamweaver_core.demo.it_agent:ITAssistant",
         }
         return process

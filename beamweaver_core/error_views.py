@@ -1,5 +1,6 @@
-"""The error handlers: a database that cannot be reached answers 503, not 500; a URL
-under the API that matches nothing answers the API's error JSON, not an HTML page.
+"""The error views (`handler404`, `handler500`): a database that cannot be reached
+answers 503, not 500; a URL under the API that matches nothing answers the API's error
+JSON, not an HTML page.
 
 With Postgres restarting, its connections exhausted, or the pool timing out
 (`BEAMWEAVER_DB_POOL_TIMEOUT`), a request fails with `OperationalError` or

@@ -7,7 +7,7 @@ reviewer who may reject every pending item of the run (cancelling rejects nothin
 could not reject); or a holder of `beamweaver_core.cancel_run` (operators, and the only way
 in the admin). The user must see the thread first (else 404, as for an unknown one). The
 same rule in the thread page, its cancel button, the JSON API and the admin (the admin
-half is `test_rt_admin_rights.py::test_cancelling_in_the_admin_needs_the_cancel_run_permission`)."""
+half is `test_admin_staff_rights.py::test_cancelling_in_the_admin_needs_the_cancel_run_permission`)."""
 
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ from beamweaver_core.models import Run
 from beamweaver_core.runtime import service
 from reviews import claims
 from reviews.models import ApiToken, ReviewItem
+from reviews.outcomes import Code
 from tests.reviews.conftest import client_for, make_manager, make_reviewer, pause, use_policies
 from tests.reviews.test_api import conforms
 
@@ -236,7 +237,7 @@ def test_a_claim_landing_while_a_cancel_checks_is_seen_by_the_cancel(
     def carol_claims() -> None:
         try:
             with transaction.atomic():
-                assert claims.claim(refund.pk, people["carol"]).code == "claimed"
+                assert claims.claim(refund.pk, people["carol"]).code == Code.CLAIM_TAKEN
                 claimed.set()
                 release.wait(20)
         finally:

@@ -13,7 +13,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 
 from reviews.models import ApiToken
-from tests.reliability.test_c4_authz import routes
+from tests.reliability.test_authorization_matrix import routes
 from tests.reviews.conftest import client_for, make_manager, make_reviewer, pause
 
 pytestmark = pytest.mark.django_db
