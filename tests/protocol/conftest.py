@@ -10,6 +10,7 @@ are committed, so the server sees them.
 from __future__ import annotations
 
 import json
+import subprocess
 from collections.abc import Iterator
 from typing import Any
 
@@ -62,3 +63,14 @@ def alice_token(transactional_db: Any) -> str:
 @pytest.fixture
 def bob_token(transactional_db: Any) -> str:
     return token_for(api_user("bob"))
+
+
+@pytest.fixture
+def processes() -> Iterator[list[subprocess.Popen[Any]]]:
+    """Child processes a test starts; killed at its end."""
+    started: list[subprocess.Popen[Any]] = []
+    yield started
+    for proc in started:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(10)
