@@ -88,7 +88,7 @@ class AuditEventAdmin(ReadOnlyAdmin):
         "summary",
         "item_ref",
         "thread_ref",
-        "status_code",
+        "outcome",
     )
     list_filter = ("action", "source", "graph")
     search_fields = ("thread_ref", "actor_name", "item_ref", "client_decision_id")

@@ -95,7 +95,7 @@ _AUDIT_COLUMNS = (
     "graph",
     "interrupt_id",
     "summary",
-    "status_code",
+    "outcome",
     "digest_seen",
     "digest_current",
     "client_decision_id",

@@ -17,6 +17,7 @@ from typing import Any
 from beamweaver_core.agent import HITL
 from beamweaver_core.exceptions import NotAReviewError
 from reviews.models import Decision, ReviewItem
+from reviews.outcomes import Code, Outcome
 from reviews.services import DecisionRequest, decide
 
 MAX_ITEMS = 100
@@ -26,17 +27,27 @@ _SELECTION = re.compile(r"^(\d{1,18}):([0-9a-f]{64})$")
 
 @dataclass(frozen=True)
 class BatchLine:
-    """What happened to one selected item."""
+    """One selected item of a batch and its outcome (`message` with the outcome's
+    problems spelled out)."""
 
     item_id: int
     label: str
-    status: int
-    code: str
-    message: str
+    outcome: Outcome
+
+    @property
+    def code(self) -> Code:
+        return self.outcome.code
 
     @property
     def applied(self) -> bool:
-        return self.status in (200, 202)
+        return self.outcome.recorded
+
+    @property
+    def message(self) -> str:
+        detail = self.outcome.message
+        if self.outcome.problems:
+            detail += " " + " ".join(str(p.get("message", "")) for p in self.outcome.problems)
+        return detail
 
 
 @dataclass(frozen=True)
@@ -57,7 +68,7 @@ class BatchReport:
     @property
     def summary(self) -> str:
         """e.g. "7 applied, 1 refused because it was already decided by bob"."""
-        waiting = sum(1 for line in self.applied if line.status == 202)
+        waiting = sum(1 for line in self.applied if line.outcome.waiting)
         text = f"{len(self.applied)} applied"
         if waiting:
             text += f" ({waiting} waiting for more approvals)"
@@ -78,12 +89,7 @@ class BatchReport:
             "applied": len(self.applied),
             "refused": len(self.refused),
             "items": [
-                {
-                    "id": line.item_id,
-                    "status": line.status,
-                    "code": line.code,
-                    "message": line.message,
-                }
+                {"id": line.item_id, "code": str(line.code), "message": line.message}
                 for line in self.lines
             ],
         }
@@ -146,12 +152,12 @@ def decide_many(
         item = visible.filter(pk=item_id).first()
         if item is None:
             lines.append(
-                BatchLine(item_id, _label(None, item_id), 404, "not_found", "No such item.")
+                BatchLine(item_id, _label(None, item_id), Outcome(Code.NOT_FOUND, "No such item."))
             )
             continue
         answer, problem = _answer(item, action, message)
         if problem:
-            lines.append(BatchLine(item_id, _label(item, item_id), 422, "invalid", problem))
+            lines.append(BatchLine(item_id, _label(item, item_id), Outcome(Code.INVALID, problem)))
             continue
         outcome = decide(
             DecisionRequest(
@@ -166,12 +172,7 @@ def decide_many(
                 reason=reason if action == "reject" else "",
             )
         )
-        detail = outcome.message
-        if outcome.problems:
-            detail += " " + " ".join(str(p.get("message", "")) for p in outcome.problems)
-        lines.append(
-            BatchLine(item_id, _label(item, item_id), outcome.status, outcome.code, detail)
-        )
+        lines.append(BatchLine(item_id, _label(item, item_id), outcome))
     return BatchReport(action=action, lines=tuple(lines))
 
 

@@ -18,7 +18,6 @@ Managers (`reviews.manage`) see every thread but get no right to cancel from tha
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from django.db import transaction
@@ -28,8 +27,9 @@ from beamweaver_core.exceptions import BeamWeaverError
 from beamweaver_core.models import Run, Thread
 from beamweaver_core.runtime import service as runtime_service
 from reviews.models import ReviewItem
+from reviews.outcomes import Code, Outcome
 from reviews.permissions import can_review, visible_threads
-from reviews.rules import Refusal, decision_refusal
+from reviews.rules import decision_refusal
 
 CANCEL_PERMISSION = "beamweaver_core.cancel_run"
 ACTIVE = (Run.Status.QUEUED, Run.Status.RUNNING, Run.Status.INTERRUPTED)
@@ -37,16 +37,6 @@ NOT_ALLOWED = (
     "You may not cancel this run: its requester, a reviewer who may reject every review it "
     "waits for, or a holder of the permission “Can cancel any run” may cancel it."
 )
-
-
-@dataclass(frozen=True)
-class CancelOutcome:
-    """What a cancel did; `status` is the HTTP status to answer with."""
-
-    status: int
-    code: str
-    message: str
-    run: Run | None = None
 
 
 def active_run(thread: Thread) -> Run | None:
@@ -58,11 +48,11 @@ def _pending(run: Run) -> QuerySet[ReviewItem]:
     return ReviewItem.objects.filter(thread_id=run.thread_id, status=ReviewItem.Status.PENDING)
 
 
-def cancel_refusal(user: Any, run: Run) -> Refusal | None:
+def cancel_refusal(user: Any, run: Run) -> Outcome | None:
     """Why `user` may not cancel `run` (`None`: they may); see the module's rule. The
     caller has checked that `user` sees the run's thread."""
     if not can_review(user):
-        return Refusal(403, "not_allowed", NOT_ALLOWED)
+        return Outcome(Code.NOT_ALLOWED, NOT_ALLOWED, run=run)
     if user.has_perm(CANCEL_PERMISSION):
         return None
     requester = run.requester_id()
@@ -71,7 +61,7 @@ def cancel_refusal(user: Any, run: Run) -> Refusal | None:
     items = list(_pending(run).select_related("claimed_by"))
     if items and all(decision_refusal(user, item, executes=False) is None for item in items):
         return None
-    return Refusal(403, "not_allowed", NOT_ALLOWED)
+    return Outcome(Code.NOT_ALLOWED, NOT_ALLOWED, run=run)
 
 
 def may_cancel(user: Any, run: Run | None) -> bool:
@@ -79,34 +69,33 @@ def may_cancel(user: Any, run: Run | None) -> bool:
     return run is not None and cancel_refusal(user, run) is None
 
 
-def cancel(user: Any, thread_id: str) -> CancelOutcome:
+def cancel(user: Any, thread_id: str) -> Outcome:
     """Cancel the active run of the thread `thread_id` for `user`, if the rule allows."""
     thread = visible_threads(user).filter(id=thread_id).first()
     if thread is None:
-        return CancelOutcome(404, "not_found", "No such thread.")
+        return Outcome(Code.NOT_FOUND, "No such thread.")
     with transaction.atomic():
         # The run's lock first (as the decision service takes it), so no decision lands
         # between the check and the cancel.
         found = active_run(thread)
         run = found and Run.objects.select_for_update().filter(pk=found.pk).first()
         if run is None or run.status not in ACTIVE:
-            return CancelOutcome(409, "no_active_run", "The thread has no active run to cancel.")
+            return Outcome(Code.NO_ACTIVE_RUN, "The thread has no active run to cancel.")
         # Then the pending items' locks (a claim holds its item's lock until it commits), so
         # a claim cannot land between the rule's check and the cancel that rejects the item.
         list(_pending(run).select_for_update().values_list("pk", flat=True))
         refusal = cancel_refusal(user, run)
         if refusal is not None:
-            return CancelOutcome(refusal.status, refusal.code, refusal.message, run)
+            return refusal
         try:
             cancelled = runtime_service.cancel_run(run.id, user=user)
         except (BeamWeaverError, LookupError) as exc:
-            return CancelOutcome(409, "not_cancellable", str(exc), run)
-    return CancelOutcome(200, "cancelled", "The run was cancelled.", cancelled)
+            return Outcome(Code.NOT_CANCELLABLE, str(exc), run=run)
+    return Outcome(Code.CANCELLED, "The run was cancelled.", run=cancelled)
 
 
 __all__ = [
     "CANCEL_PERMISSION",
-    "CancelOutcome",
     "active_run",
     "cancel",
     "cancel_refusal",

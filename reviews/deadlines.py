@@ -33,6 +33,7 @@ from beamweaver_core.runtime import service as runtime_service
 from reviews import realtime
 from reviews.models import AuditEvent, NotificationEvent, ReviewItem
 from reviews.notifications import notify
+from reviews.outcomes import Code, Outcome
 from reviews.permissions import can_manage
 from reviews.policies import DEFAULT_EXPIRY_MESSAGE
 
@@ -214,19 +215,22 @@ def _expire(item: ReviewItem, run: Run, now: datetime) -> str:
     return "expired"
 
 
-def extend(item_id: Any, user: Any, by: timedelta) -> tuple[int, str, ReviewItem | None]:
+def extend(item_id: Any, user: Any, by: timedelta) -> Outcome:
     """Move the item's deadline `by` later (from now if it passed or there was none);
-    managers only. Returns the HTTP status, a message and the item."""
+    managers only."""
     if not timedelta(0) < by <= MAX_EXTENSION:
-        return 422, f"Extend by more than nothing and at most {MAX_EXTENSION.days} days.", None
+        return Outcome(
+            Code.INVALID, f"Extend by more than nothing and at most {MAX_EXTENSION.days} days."
+        )
     with transaction.atomic():
         item = ReviewItem.objects.visible_to(user).select_for_update().filter(pk=item_id).first()
         if item is None:
-            return 404, "No such review item.", None
+            return Outcome(Code.NOT_FOUND, "No such review item.")
         if not can_manage(user):
-            return 403, "Only a manager can extend a deadline.", item
+            return Outcome(Code.NOT_ALLOWED, "Only a manager can extend a deadline.", item)
         if not item.is_pending:
-            return 410, f"This item is {item.status}; its deadline no longer matters.", item
+            message = f"This item is {item.status}; its deadline no longer matters."
+            return Outcome(Code.GONE, message, item)
         now = timezone.now()
         before = item.due_at
         item.due_at = max(item.due_at or now, now) + by
@@ -242,7 +246,7 @@ def extend(item_id: Any, user: Any, by: timedelta) -> tuple[int, str, ReviewItem
             message = f"Deadline set to {due} (the item had none)."
         _audit(item, AuditEvent.Action.EXTENDED, message, actor=user)
         realtime.announce(realtime.UPDATED, item.pk, item.thread_id)
-        return 200, message, item
+        return Outcome(Code.EXTENDED, message, item)
 
 
 __all__ = ["MAX_EXTENSION", "SweepReport", "extend", "sweep"]

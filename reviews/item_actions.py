@@ -14,21 +14,24 @@ from django.views.decorators.http import require_POST
 
 from reviews import claims, deadlines, partials
 from reviews.decorators import reviewer_required
+from reviews.http_statuses import http_status
 from reviews.models import ReviewItem
+from reviews.outcomes import Code, Outcome
 
 EXTEND_CHOICES_HOURS = (1, 4, 24, 72)
 REFUSAL_HEADER = "X-BeamWeaver-Refusal"
 
 
-def _answer(request: HttpRequest, pk: int, status: int, message: str) -> HttpResponse:
+def _answer(request: HttpRequest, pk: int, outcome: Outcome) -> HttpResponse:
+    status = http_status(outcome)
     if status == 404:
         raise Http404("No such review item.")
     if not request.htmx:
-        (messages.success if status == 200 else messages.error)(request, message)
+        (messages.success if outcome.done else messages.error)(request, outcome.message)
         return redirect("reviews:item", pk=pk)
     item = ReviewItem.objects.visible_to(request.user).select_related("thread").get(pk=pk)
     context = partials.item_context(item, request.user)
-    context.update({"routing_message": message, "routing_ok": status == 200})
+    context.update({"routing_message": outcome.message, "routing_ok": outcome.done})
     response = render(request, f"{partials.ITEM}#item-routing", context, status=status)
     if status == 403:
         # A refusal to show in place, not a lost session (see reviews/static/beamweaver/js/beamweaver.js).
@@ -41,7 +44,7 @@ def _answer(request: HttpRequest, pk: int, status: int, message: str) -> HttpRes
 def claim_view(request: HttpRequest, pk: int) -> HttpResponse:
     """Claim the item: while you hold it, nobody else can decide it."""
     outcome = claims.claim(pk, request.user)
-    return _answer(request, pk, outcome.status, outcome.message)
+    return _answer(request, pk, outcome)
 
 
 @require_POST
@@ -49,7 +52,7 @@ def claim_view(request: HttpRequest, pk: int) -> HttpResponse:
 def unclaim_view(request: HttpRequest, pk: int) -> HttpResponse:
     """Release the claim (its holder, or a manager)."""
     outcome = claims.unclaim(pk, request.user)
-    return _answer(request, pk, outcome.status, outcome.message)
+    return _answer(request, pk, outcome)
 
 
 @require_POST
@@ -58,7 +61,7 @@ def reassign_view(request: HttpRequest, pk: int) -> HttpResponse:
     """Assign the item to another reviewer (a manager, or its holder)."""
     username = str(request.POST.get("assignee", "")).strip()[:150]
     outcome = claims.reassign(pk, request.user, username)
-    return _answer(request, pk, outcome.status, outcome.message)
+    return _answer(request, pk, outcome)
 
 
 @require_POST
@@ -71,9 +74,8 @@ def extend_view(request: HttpRequest, pk: int) -> HttpResponse:
         hours = 0
     if hours not in EXTEND_CHOICES_HOURS:
         choices = ", ".join(str(h) for h in EXTEND_CHOICES_HOURS)
-        return _answer(request, pk, 422, f"Extend by one of {choices} hours.")
-    status, message, _ = deadlines.extend(pk, request.user, timedelta(hours=hours))
-    return _answer(request, pk, status, message)
+        return _answer(request, pk, Outcome(Code.INVALID, f"Extend by one of {choices} hours."))
+    return _answer(request, pk, deadlines.extend(pk, request.user, timedelta(hours=hours)))
 
 
 __all__ = ["claim_view", "extend_view", "reassign_view", "unclaim_view"]

@@ -1,17 +1,65 @@
-"""What the decision service takes and gives back: a `DecisionRequest` (an answer as a
-reviewer or a command sent it) and its `DecisionOutcome` (`reviews.services.decide`),
-and the audit event every outcome appends (`audit`; a refusal: `refuse`)."""
+"""What the review services give back and what the decision service takes: `Code` (every
+outcome's machine name), `Outcome` (the one outcome type of deciding, claiming,
+cancelling and extending; `DecisionOutcome` is its name in `reviews.services`), the
+`DecisionRequest` the decision service answers, and the audit event every decision
+outcome appends (`audit`; a refusal: `refuse`).
+
+Outcomes are domain values: they name what happened (`code`), never an HTTP status. The
+ways in map codes to their statuses at the edge (`reviews.http_statuses`)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from django.utils import timezone
 
+from beamweaver_core.models import Run
 from reviews import answers, quorum
 from reviews.models import AuditEvent, Decision, ReviewItem
+
+
+class Code(StrEnum):
+    """What happened to a request; stored with decisions and audit events."""
+
+    ACCEPTED = "accepted"  # the decision was recorded; the run resumes
+    APPROVAL_RECORDED = "approval_recorded"  # one approval of several; the item waits
+    CLAIM_TAKEN = "claim_taken"  # the user holds the item now
+    UNCLAIMED = "unclaimed"
+    REASSIGNED = "reassigned"
+    EXTENDED = "extended"  # the deadline moved
+    CANCELLED = "cancelled"  # the run was cancelled
+    NOT_FOUND = "not_found"  # no such item, or the user may not see it
+    KEY_REUSED = "key_reused"  # the client decision id names another answer
+    ALREADY_DECIDED = "already_decided"
+    GONE = "gone"  # cancelled, expired, or the run was cancelled
+    NOT_ALLOWED = "not_allowed"  # the review policy (or a role) does not let the user
+    SELF_APPROVAL = "self_approval"  # the user started the run and the answer lets it run
+    CLAIMED = "claimed"  # another reviewer holds the item
+    QUORUM = "quorum"  # an item needing several approvals cannot be claimed
+    STALE = "stale"  # the answer names another interrupt than the pending one
+    PAYLOAD_CHANGED = "payload_changed"
+    ALREADY_APPROVED = "already_approved"
+    INVALID = "invalid"  # the request fails validation (`problems`)
+    BUSY = "busy"  # the thread could not take the resume
+    NO_ACTIVE_RUN = "no_active_run"
+    NOT_CANCELLABLE = "not_cancellable"
+
+
+DONE = frozenset(
+    {
+        Code.ACCEPTED,
+        Code.APPROVAL_RECORDED,
+        Code.CLAIM_TAKEN,
+        Code.UNCLAIMED,
+        Code.REASSIGNED,
+        Code.EXTENDED,
+        Code.CANCELLED,
+    }
+)
+"""The codes of a request that was carried out; every other code is a refusal."""
 
 
 @dataclass(frozen=True)
@@ -40,31 +88,48 @@ class DecisionRequest:
 
 
 @dataclass(frozen=True)
-class DecisionOutcome:
-    """What happened to a decision request; `status` is the HTTP status to answer with."""
+class Outcome:
+    """What a request to the review services did: `code` names it, `message` says it to a
+    person, `problems` lists what failed validation (`index`, `field`, `message`)."""
 
-    status: int
-    code: str
+    code: Code
     message: str
     item: ReviewItem | None = None
     decision: Decision | None = None
     problems: tuple[dict[str, Any], ...] = field(default_factory=tuple)
     replayed: bool = False
+    run: Run | None = None
+
+    @property
+    def done(self) -> bool:
+        """The request was carried out (not refused)."""
+        return self.code in DONE
 
     @property
     def accepted(self) -> bool:
-        return self.status == 200
+        """The decision was recorded and the run resumes."""
+        return self.code == Code.ACCEPTED
+
+    @property
+    def waiting(self) -> bool:
+        """The approval was counted; the item waits for more."""
+        return self.code == Code.APPROVAL_RECORDED
 
     @property
     def recorded(self) -> bool:
         """The answer was stored: a decision, or one approval of several."""
-        return self.status in (200, 202)
+        return self.accepted or self.waiting
+
+    @property
+    def correctable(self) -> bool:
+        """Refused for what was sent (invalid fields, a reused decision id): the sender
+        can correct it and send again."""
+        return self.code in (Code.INVALID, Code.KEY_REUSED)
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready summary (for commands and APIs)."""
+        """A JSON-ready summary (for commands and APIs, which add their status)."""
         data: dict[str, Any] = {
-            "status": self.status,
-            "code": self.code,
+            "code": str(self.code),
             "message": self.message,
             "replayed": self.replayed,
         }
@@ -92,28 +157,26 @@ class DecisionOutcome:
 def refuse(
     request: DecisionRequest,
     item: ReviewItem | None,
-    status: int,
-    code: str,
+    code: Code,
     message: str,
     *,
     problems: Sequence[Mapping[str, Any]] = (),
     decision: Decision | None = None,
     audited: ReviewItem | None = None,
-) -> DecisionOutcome:
+) -> Outcome:
     """The refusal, audited against `item` (or `audited`, an item the caller must not
     be told about)."""
     audit(
         request,
         item or audited,
         AuditEvent.Action.REFUSED,
-        status,
+        code,
         f"{code}: {message}",
         summary=code,
         decision=answers.jsonable_or_none(request.answer),
         problems=problems,
     )
-    return DecisionOutcome(
-        status,
+    return Outcome(
         code,
         message,
         item=item,
@@ -126,7 +189,7 @@ def audit(
     request: DecisionRequest,
     item: ReviewItem | None,
     action: str,
-    status: int,
+    code: Code,
     message: str,
     *,
     summary: str = "",
@@ -135,6 +198,7 @@ def audit(
     problems: Sequence[Mapping[str, Any]] = (),
     note: str = "",
 ) -> None:
+    """Append the audit event of a decision request's outcome `code`."""
     user = request.user if getattr(request.user, "pk", None) is not None else None
     if problems:
         message += "\n" + "\n".join(str(p.get("message", "")) for p in problems)
@@ -151,9 +215,12 @@ def audit(
         summary=summary[:200],
         decision=decision,
         diff=diff,
-        status_code=status,
+        outcome=code,
         note=note,
     )
 
 
-__all__ = ["DecisionOutcome", "DecisionRequest", "audit", "refuse"]
+DecisionOutcome = Outcome
+"""The outcome of `reviews.services.decide` (its public name)."""
+
+__all__ = ["DONE", "Code", "DecisionOutcome", "DecisionRequest", "Outcome", "audit", "refuse"]

@@ -1,51 +1,101 @@
 """The decision policy's rules: what a user may answer on an item now, and why not.
 
-`decision_offer` is what the item page offers; `decision_refusal` what the decision
-service enforces (`reviews.services.decide`). Both read the same rules of
-`reviews.permissions` and `reviews.quorum`.
+The rules are written once, in `RULES`; `decision_offer` (what the item page offers) and
+`decision_refusal` (what the decision service enforces, `reviews.services.decide`) both
+read them, so what is offered is exactly what is not refused. The one exception is
+stated by the rule itself: a claim by someone else (`offered_anyway`) is left to the
+refusal, since it changes while the page is open.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from reviews import quorum
+from reviews.models import ReviewItem
+from reviews.outcomes import Code, Outcome
 from reviews.permissions import is_decider
 
 
 @dataclass(frozen=True)
-class Refusal:
-    """Why a user may not do something to an item; `status` is the HTTP status."""
+class Rule:
+    """One rule of the decision policy: `holds(user, item)` says it stands in the way of
+    the user's answer, `explain(user, item)` says why. `executing_only`: it holds back only
+    answers that let something run (an approve or edit, continuing a breakpoint);
+    `offered_anyway`: the page offers the answer all the same (the service refuses it)."""
 
-    status: int
-    code: str
-    message: str
+    code: Code
+    holds: Callable[[Any, ReviewItem], bool]
+    explain: Callable[[Any, ReviewItem], str]
+    executing_only: bool = False
+    offered_anyway: bool = False
 
 
-def decision_refusal(user: Any, item: Any, *, executes: bool) -> Refusal | None:
-    """Why `user` may not answer `item` now (`None`: they may). `executes` says whether the
-    answer lets something run (an approve or edit, or continuing past a breakpoint)."""
-    if not is_decider(user, item):
-        return Refusal(
-            403,
-            "not_allowed",
+def _started_the_run(user: Any, item: ReviewItem) -> bool:
+    return item.requested_by_id is not None and item.requested_by_id == user.pk
+
+
+def _approved_already(user: Any, item: ReviewItem) -> bool:
+    return quorum.applies(item) and any(a.user_id == user.pk for a in quorum.counted(item))
+
+
+def _claimed_by_another(user: Any, item: ReviewItem) -> bool:
+    return item.claimed_by_id is not None and item.claimed_by_id != user.pk
+
+
+def _claimer(item: ReviewItem) -> str:
+    return item.claimed_by.get_username() if item.claimed_by else "another reviewer"
+
+
+RULES: tuple[Rule, ...] = (
+    Rule(
+        Code.NOT_ALLOWED,
+        lambda user, item: not is_decider(user, item),
+        lambda user, item: (
             "The review policy of this item does not let you decide it; a manager can "
-            "reassign it to you.",
-        )
-    if executes and item.requested_by_id is not None and item.requested_by_id == user.pk:
-        return Refusal(
-            403,
-            "self_approval",
-            "You started this run, so you cannot approve it; another reviewer must.",
-        )
-    if item.claimed_by_id is not None and item.claimed_by_id != user.pk:
-        claimer = item.claimed_by.get_username() if item.claimed_by else "another reviewer"
-        return Refusal(
-            409,
-            "claimed",
-            f"{claimer} claimed this item; ask them or a manager to release it.",
-        )
+            "reassign it to you."
+        ),
+    ),
+    Rule(
+        Code.SELF_APPROVAL,
+        _started_the_run,
+        lambda user, item: "You started this run, so you cannot approve it; another reviewer must.",
+        executing_only=True,
+    ),
+    Rule(
+        Code.ALREADY_APPROVED,
+        _approved_already,
+        lambda user, item: (
+            f"You already approved this item; it needs {quorum.missing(item)} more "
+            "approval(s) from other reviewers."
+        ),
+        executing_only=True,
+    ),
+    Rule(
+        Code.CLAIMED,
+        _claimed_by_another,
+        lambda user, item: (
+            f"{_claimer(item)} claimed this item; ask them or a manager to release it."
+        ),
+        offered_anyway=True,
+    ),
+)
+"""The decision policy, in the order its refusals are reported."""
+
+
+def can_execute(item: ReviewItem) -> bool:
+    """Whether any answer to `item` lets something run (a question's answers never do)."""
+    return item.kind != ReviewItem.Kind.INTERRUPT
+
+
+def decision_refusal(user: Any, item: ReviewItem, *, executes: bool) -> Outcome | None:
+    """Why `user` may not answer `item` now (`None`: they may). `executes` says whether the
+    answer lets something run (`reviews.quorum.executes`)."""
+    for rule in RULES:
+        if (executes or not rule.executing_only) and rule.holds(user, item):
+            return Outcome(rule.code, rule.explain(user, item), item=item)
     return None
 
 
@@ -65,20 +115,18 @@ class DecisionOffer:
     why: str = ""
 
 
-def decision_offer(user: Any, item: Any) -> DecisionOffer:
-    """What the item page offers `user` (the same rules `decision_refusal` enforces; a
-    claim by someone else is left to the refusal, since it changes while the page is
-    open)."""
-    if not is_decider(user, item):
-        return DecisionOffer(False, False, False, "not_allowed")
-    if item.kind == "interrupt":  # answers, never approvals
-        return DecisionOffer(True, True, True)
-    edit = not quorum.applies(item)
-    if item.requested_by_id is not None and item.requested_by_id == user.pk:
-        return DecisionOffer(True, False, False, "self_approval")
-    if quorum.applies(item) and any(a.user_id == user.pk for a in quorum.counted(item)):
-        return DecisionOffer(True, False, False, "already_approved")
-    return DecisionOffer(True, True, edit)
+def decision_offer(user: Any, item: ReviewItem) -> DecisionOffer:
+    """What the item page offers `user`: every answer `decision_refusal` would not refuse
+    (a rule `offered_anyway` aside)."""
+    shown = [rule for rule in RULES if not rule.offered_anyway]
+    for rule in shown:
+        if not rule.executing_only and rule.holds(user, item):
+            return DecisionOffer(False, False, False, rule.code)
+    if can_execute(item):
+        for rule in shown:
+            if rule.executing_only and rule.holds(user, item):
+                return DecisionOffer(True, False, False, rule.code)
+    return DecisionOffer(True, True, not quorum.applies(item))
 
 
-__all__ = ["DecisionOffer", "Refusal", "decision_offer", "decision_refusal"]
+__all__ = ["RULES", "DecisionOffer", "Rule", "can_execute", "decision_offer", "decision_refusal"]

@@ -2,33 +2,37 @@
 command and any API call `decide`).
 
 `decide` runs in one transaction. It locks the run that paused on the item, then the item,
-and refuses, in this order:
+and refuses, in this order, with the outcome code (`reviews.outcomes.Code`; the inbox and
+the API answer it with the status in brackets, `reviews.http_statuses`):
 
-- 404 `not_found`: no such item, or the user may not see it (indistinguishable);
-- 422 `key_reused`: the client decision id was used by this user for another answer;
-- 409 `already_decided`: the item was decided (the message names who decided);
-- 410 `gone`: the item was cancelled (run cancelled, run moved on) or expired;
-- 403 `not_allowed`: the item's review policy does not let this user decide it;
-- 409 `claimed`: another reviewer claimed the item;
-- 409 `stale`: the answer names another interrupt than the item's;
-- 409 `payload_changed`: the digest the reviewer saw is not the item's digest;
-- 403 `self_approval`: the user started the run and the answer would let it proceed;
-- 409 `already_approved`: the user's approval is already counted (N-of-M items);
-- 422 `invalid`: the answer fails validation (`problems` lists every problem, with the
+- `not_found` (404): no such item, or the user may not see it (indistinguishable);
+- `key_reused` (422): the client decision id was used by this user for another answer;
+- `already_decided` (409): the item was decided (the message names who decided);
+- `gone` (410): the item was cancelled (run cancelled, run moved on) or expired;
+- `not_allowed` (403): the item's review policy does not let this user decide it;
+- `claimed` (409): another reviewer claimed the item;
+- `stale` (409): the answer names another interrupt than the item's;
+- `payload_changed` (409): the digest the reviewer saw is not the item's digest;
+- `self_approval` (403): the user started the run and the answer would let it proceed;
+- `already_approved` (409): the user's approval is already counted (N-of-M items);
+- `invalid` (422): the answer fails validation (`problems` lists every problem, with the
   same shape as `InvalidDecisionError.problems`: `index`, `field`, `message`);
-- 409 `busy`: the thread could not take the resume.
+- `busy` (409): the thread could not take the resume.
 
+The policy refusals (`not_allowed`, `claimed`, `self_approval`, `already_approved`) are
+the rules of `reviews.rules`, the same ones the item page's offer reads.
 On an item that needs several approvals (`reviews.quorum`), an approval that is not yet
-the last one is stored and answered with 202 `approval_recorded`; the item stays pending.
-Otherwise (200 `accepted`) it stores the decision (one per item, enforced by a unique
-constraint), appends the audit event and queues the resume through
+the last one is stored and answered with `approval_recorded` (202); the item stays
+pending. Otherwise (`accepted`, 200) it stores the decision (one per item, enforced by a
+unique constraint), appends the audit event and queues the resume through
 `beamweaver_core.runtime.service.resume_thread`, in the run's own context (which names
 who requested the run; the decider is recorded here, not put in it). Approvals and edits are bound to what
 executes (`HITL.bind_decisions`): the resume value carries each one's execution digest,
 and the middleware refuses a call that no longer matches it. The reviewer's private note
 is stored with the decision and the audit event, never in the resume value; a preset
 rejection reason fills the message of rejects that have none. Re-sending the same client
-decision id with the same answer returns the first outcome again (`replayed=True`). Every
+decision id with the same answer returns the first outcome again (`replayed=True`, its code
+read from the stored decision). Every
 refusal is appended to the audit log as well.
 """
 
@@ -45,7 +49,7 @@ from beamweaver_core.runtime import service as runtime_service
 from reviews import answers, outcomes, payloads, quorum, realtime
 from reviews.models import Approval, AuditEvent, Decision, NotificationEvent, ReviewItem
 from reviews.notifications import notify
-from reviews.outcomes import DecisionOutcome, DecisionRequest
+from reviews.outcomes import Code, DecisionOutcome, DecisionRequest
 from reviews.rules import decision_refusal
 
 logger = logging.getLogger(__name__)
@@ -59,7 +63,7 @@ KEY_REUSED_ITEM = "This decision id was already used for another item; reload an
 
 def _key_reused(request: DecisionRequest, item: ReviewItem, message: str) -> DecisionOutcome:
     """The one `key_reused` refusal: the user's client decision id names another answer."""
-    return outcomes.refuse(request, item, 422, "key_reused", message)
+    return outcomes.refuse(request, item, Code.KEY_REUSED, message)
 
 
 class _RunChanged(Exception):
@@ -74,7 +78,7 @@ def decide(request: DecisionRequest) -> DecisionOutcome:
                 return _decide(request)
         except _RunChanged:
             continue
-    return DecisionOutcome(409, "busy", "The run moved on while deciding; reload and try again.")
+    return DecisionOutcome(Code.BUSY, "The run moved on while deciding; reload and try again.")
 
 
 def _decide(request: DecisionRequest) -> DecisionOutcome:
@@ -90,7 +94,7 @@ def _decide(request: DecisionRequest) -> DecisionOutcome:
         # stays the 404 of an item that does not exist.
         hidden = ReviewItem.objects.filter(pk=item_id).first() if item_id is not None else None
         return outcomes.refuse(
-            request, None, 404, "not_found", "No such review item.", audited=hidden
+            request, None, Code.NOT_FOUND, "No such review item.", audited=hidden
         )
     # Lock order (run, then item) matches the runtime's (cancel_run and the worker lock
     # the run before the signal receivers touch its items), so no deadlock, and a cancel
@@ -112,8 +116,7 @@ def _decide(request: DecisionRequest) -> DecisionOutcome:
     if prior is not None:
         if prior.item_id == item.pk and prior.body_json == body_json:
             return DecisionOutcome(
-                prior.status_code,
-                prior.outcome,
+                Code(prior.outcome),
                 "This decision was already recorded; nothing was done again.",
                 item=item,
                 decision=prior,
@@ -129,29 +132,27 @@ def _decide(request: DecisionRequest) -> DecisionOutcome:
         return outcomes.refuse(
             request,
             item,
-            409,
-            "already_decided",
+            Code.ALREADY_DECIDED,
             f"Already decided by {who} at {when} ({what}).",
             decision=decision,
         )
     if item.status in (ReviewItem.Status.CANCELLED, ReviewItem.Status.EXPIRED):
         reason = item.status_reason or item.status
         return outcomes.refuse(
-            request, item, 410, "gone", f"This item is {item.status} ({reason}); nothing to decide."
+            request, item, Code.GONE, f"This item is {item.status} ({reason}); nothing to decide."
         )
     if run.status == Run.Status.CANCELLED:
         return outcomes.refuse(
-            request, item, 410, "gone", "The run was cancelled; nothing to decide."
+            request, item, Code.GONE, "The run was cancelled; nothing to decide."
         )
     refusal = decision_refusal(request.user, item, executes=False)
     if refusal is not None:
-        return outcomes.refuse(request, item, refusal.status, refusal.code, refusal.message)
+        return outcomes.refuse(request, item, refusal.code, refusal.message)
     if request.interrupt_id is not None and request.interrupt_id != item.interrupt_id:
         return outcomes.refuse(
             request,
             item,
-            409,
-            "stale",
+            Code.STALE,
             "This answer is for another interrupt than the one pending; reload the item.",
         )
 
@@ -160,8 +161,7 @@ def _decide(request: DecisionRequest) -> DecisionOutcome:
         return outcomes.refuse(
             request,
             item,
-            422,
-            "invalid",
+            Code.INVALID,
             "The decision form is incomplete; reload the item.",
             problems=[*id_problems, *(dict(p) for p in request.problems)],
         )
@@ -169,24 +169,14 @@ def _decide(request: DecisionRequest) -> DecisionOutcome:
         return outcomes.refuse(
             request,
             item,
-            409,
-            "payload_changed",
+            Code.PAYLOAD_CHANGED,
             "The proposal changed since you loaded it; reload to see the current version.",
         )
     executes = quorum.executes(item, request.answer)
     refusal = decision_refusal(request.user, item, executes=executes)
     if refusal is not None:
-        return outcomes.refuse(request, item, refusal.status, refusal.code, refusal.message)
+        return outcomes.refuse(request, item, refusal.code, refusal.message)
     voting = quorum.applies(item) and executes
-    if voting and any(a.user_id == request.user.pk for a in quorum.counted(item)):
-        return outcomes.refuse(
-            request,
-            item,
-            409,
-            "already_approved",
-            f"You already approved this item; it needs {quorum.missing(item)} more "
-            "approval(s) from other reviewers.",
-        )
     answer, diff, summary = None, None, ""
     problems = [dict(p) for p in request.problems]
     if not problems:
@@ -201,8 +191,7 @@ def _decide(request: DecisionRequest) -> DecisionOutcome:
         return outcomes.refuse(
             request,
             item,
-            422,
-            "invalid",
+            Code.INVALID,
             "The decision is not valid; correct the fields marked below.",
             problems=problems,
         )
@@ -230,8 +219,7 @@ def _replayed_approval(
         return None
     if prior.item_id == item.pk and prior.body_json == body_json:
         return DecisionOutcome(
-            202,
-            "approval_recorded",
+            Code.APPROVAL_RECORDED,
             "This approval was already recorded; nothing was done again.",
             item=item,
             replayed=True,
@@ -265,9 +253,16 @@ def _vote_recorded(
         f"waiting for {left} more from other reviewers."
     )
     item.save(update_fields=["updated_at"])
-    outcomes.audit(request, item, AuditEvent.Action.APPROVED, 202, message, summary="approve")
+    outcomes.audit(
+        request,
+        item,
+        AuditEvent.Action.APPROVED,
+        Code.APPROVAL_RECORDED,
+        message,
+        summary="approve",
+    )
     realtime.announce(realtime.UPDATED, item.pk, item.thread_id)
-    return DecisionOutcome(202, "approval_recorded", message, item=item)
+    return DecisionOutcome(Code.APPROVAL_RECORDED, message, item=item)
 
 
 def _accept(
@@ -295,6 +290,7 @@ def _accept(
                 decision_types=answers.decision_types(answer),
                 bindings=answers.bindings(answer),
                 policy_version=item.policy_version,
+                outcome=Code.ACCEPTED,
             )
             resume = runtime_service.resume_thread(
                 item.thread_id, {item.interrupt_id: answer}, user=request.user
@@ -305,7 +301,7 @@ def _accept(
         return _key_reused(request, item, KEY_REUSED_ITEM)
     except (BeamWeaverError, LookupError, ValueError) as exc:
         logger.warning("Resume of %s refused: %s", item.thread_id, exc)
-        return outcomes.refuse(request, item, 409, "busy", f"The run could not be resumed: {exc}")
+        return outcomes.refuse(request, item, Code.BUSY, f"The run could not be resumed: {exc}")
     item.status = ReviewItem.Status.DECIDED
     item.decided_at = decision.created_at
     item.save(update_fields=["status", "decided_at", "updated_at"])
@@ -313,7 +309,7 @@ def _accept(
         request,
         item,
         AuditEvent.Action.DECIDED,
-        200,
+        Code.ACCEPTED,
         f"Decided ({summary}); resume queued as run {resume.pk}.",
         summary=summary,
         decision=answer,
@@ -323,8 +319,7 @@ def _accept(
     realtime.announce(realtime.DECIDED, item.pk, item.thread_id)
     notify(NotificationEvent.DECIDED, item)
     return DecisionOutcome(
-        200,
-        "accepted",
+        Code.ACCEPTED,
         f"Decision recorded ({summary}); the run resumes.",
         item=item,
         decision=decision,

@@ -14,6 +14,8 @@ from beamweaver_core.runtime import service as runtime_service
 from reviews import cancelling, forms, partials
 from reviews.converters import thread_segment
 from reviews.decorators import reviewer_required
+from reviews.http_statuses import http_status
+from reviews.outcomes import Code
 from reviews.permissions import visible_threads
 from reviews.posted import posted, too_large
 
@@ -34,13 +36,14 @@ def cancel_run_view(request: HttpRequest, thread_id: str) -> HttpResponse:
     """Cancel the thread's active run (its pending items are cancelled with it), for who
     may (`reviews.cancelling`)."""
     outcome = cancelling.cancel(request.user, thread_id)
-    if outcome.status == 404:
-        raise Http404("No such thread.")
-    if outcome.status == 403:
+    status = http_status(outcome)
+    if status in (403, 404):
+        if status == 404:
+            raise Http404("No such thread.")
         return HttpResponse(outcome.message, status=403, content_type="text/plain; charset=utf-8")
-    if outcome.status == 200:
+    if outcome.done:
         messages.success(request, outcome.message)
-    elif outcome.code == "no_active_run":
+    elif outcome.code == Code.NO_ACTIVE_RUN:
         messages.info(request, outcome.message)
     else:
         messages.error(request, outcome.message)

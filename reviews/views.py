@@ -19,6 +19,7 @@ from django_htmx.http import retarget
 
 from reviews import batch, forms, inbox, partials, reasons, reveal, review_form, services, threads
 from reviews.decorators import reviewer_required
+from reviews.http_statuses import http_status
 from reviews.models import NotificationPreference, ReviewItem
 from reviews.permissions import can_reveal
 from reviews.posted import encoding_problems, posted, too_large
@@ -162,17 +163,18 @@ def decide_view(request: HttpRequest, pk: int) -> HttpResponse:
     if undecodable:  # refused by the service like the API's undecodable body
         decision = dataclasses.replace(decision, problems=[*undecodable, *decision.problems])
     outcome = services.decide(decision)
-    if outcome.status == 404:
+    status = http_status(outcome)
+    if status == 404:
         raise Http404("No such review item.")
     item.refresh_from_db()
     if outcome.recorded and not request.htmx:
         messages.success(request, outcome.message)
         return HttpResponseRedirect(reverse("reviews:item", args=[item.pk]))
     bound = None
-    if outcome.status == 422 and item.is_pending:
+    if outcome.correctable and item.is_pending:
         bound = review_form.review_form(item, request.user, data, outcome.problems)
-    response = _item_page(request, item, form=bound, outcome=outcome, status=outcome.status)
-    if outcome.status == 403:
+    response = _item_page(request, item, form=bound, outcome=outcome, status=status)
+    if status == 403:
         # A policy refusal to show in place, not a lost session (reviews/static/beamweaver/js/beamweaver.js).
         response["X-BeamWeaver-Refusal"] = outcome.code
     return response

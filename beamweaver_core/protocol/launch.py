@@ -235,7 +235,7 @@ def _refusal(outcome: AnswerOutcome) -> ProtocolError:
             f" (Interrupt(s) {', '.join(outcome.answered)} of the same request were answered "
             f"and resume the thread as run {outcome.run_id}.)"
         )
-    return ProtocolError(REFUSAL_STATUS.get(outcome.code, 409), detail)
+    return ProtocolError(REFUSAL_STATUS[outcome.code], detail)
 
 
 def _start(

@@ -68,8 +68,8 @@ def approve(item: Any, decider: Any) -> None:
             answer={"decisions": [{"type": "approve"}]},
         )
     )
-    if outcome.status != 200:
-        raise RuntimeError(f"deciding item {item.pk}: {outcome.status} {outcome.message}")
+    if not outcome.accepted:
+        raise RuntimeError(f"deciding item {item.pk}: {outcome.code} {outcome.message}")
     _execute_queued(item.thread_id)
 
 

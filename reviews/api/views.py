@@ -17,6 +17,7 @@ from reviews import cancelling, inbox, payloads, reveal
 from reviews.api.auth import error, token_required
 from reviews.api.openapi import schema
 from reviews.api.representations import item_detail, item_summary
+from reviews.http_statuses import http_status
 from reviews.models import Decision, ReviewItem
 from reviews.permissions import can_reveal
 from reviews.services import DecisionRequest, decide
@@ -155,9 +156,10 @@ def decisions_view(request: HttpRequest, user: Any, pk: int) -> HttpResponse:
             reason=str(body.get("reason") or ""),
         )
     )
-    if outcome.status == 404:
+    status = http_status(outcome)
+    if status == 404:
         return error(404, "not_found", "No such review item.")
-    return JsonResponse(outcome.to_dict(), status=outcome.status)
+    return JsonResponse({**outcome.to_dict(), "status": status}, status=status)
 
 
 @token_required
@@ -168,8 +170,8 @@ def cancel_run_view(request: HttpRequest, user: Any, thread_id: str) -> HttpResp
     if request.method != "POST":
         return _method_not_allowed("POST")
     outcome = cancelling.cancel(user, thread_id)
-    if outcome.status != 200 or outcome.run is None:
-        return error(outcome.status, outcome.code, outcome.message)
+    if not outcome.done or outcome.run is None:
+        return error(http_status(outcome), outcome.code, outcome.message)
     return JsonResponse(
         {"thread_id": thread_id, "run": str(outcome.run.id), "status": outcome.run.status}
     )

@@ -201,8 +201,9 @@ class Decision(models.Model):
     body_json = models.TextField(help_text="The answer as submitted, canonical JSON.")
     answer_json = models.TextField(help_text="The resume value delivered to the run.")
     summary = models.CharField(max_length=200, help_text="e.g. 'approve', 'edit, reject'.")
-    outcome = models.CharField(max_length=32, default="accepted")
-    status_code = models.PositiveSmallIntegerField(default=200)
+    outcome = models.CharField(
+        max_length=32, default="accepted", help_text="The outcome code (reviews.outcomes.Code)."
+    )
     resume_run = models.ForeignKey(
         Run, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
@@ -358,7 +359,13 @@ class AuditEvent(models.Model):
     summary = models.CharField(max_length=200, blank=True, default="")
     decision = models.JSONField(null=True, blank=True)
     diff = models.JSONField(null=True, blank=True)
-    status_code = models.PositiveSmallIntegerField(null=True, blank=True)
+    outcome = models.CharField(
+        max_length=32,
+        blank=True,
+        default="",
+        help_text="The outcome code of a decision request (reviews.outcomes.Code); empty for "
+        "other events.",
+    )
     message = models.TextField(blank=True, default="")
     note = models.TextField(blank=True, default="", help_text="The reviewer's private note.")
     source = models.CharField(max_length=8, blank=True, default="")

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from reviews.http_statuses import http_status
 from tests.reviews.conftest import approve_as, make_reviewer, pause
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -29,7 +30,7 @@ def test_an_item_whose_push_was_lost_appears_after_the_poll(sessions: Any) -> No
     page.wait_for_selector(f"#item-row-{decided.pk}")
 
     created = pause(thread_id="lost-created")
-    assert approve_as(bob, decided).status == 200
+    assert http_status(approve_as(bob, decided)) == 200
     changed_at = time.monotonic()
     polls_before = sum(1 for url in alice.requests if url.rstrip("/") == alice.base)
 

@@ -100,10 +100,11 @@ def run_queued(limit: int = 1000) -> list[Run]:
     raise AssertionError(f"more than {limit} runs were queued")
 
 
-def audit_view(item: ReviewItem) -> list[tuple[str, str, int | None, str]]:
-    """What the audit log says happened to the item, oldest first."""
+def audit_view(item: ReviewItem) -> list[tuple[str, str, str, str]]:
+    """What the audit log says happened to the item (action, actor, outcome code,
+    summary), oldest first."""
     return [
-        (e.action, e.actor_name, e.status_code, e.summary)
+        (e.action, e.actor_name, e.outcome, e.summary)
         for e in AuditEvent.objects.filter(item=item).order_by("at", "id")
         if e.action != AuditEvent.Action.CREATED
     ]

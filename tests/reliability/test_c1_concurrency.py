@@ -17,6 +17,7 @@ import pytest
 from beamweaver_core.checkpoint import PostgresCheckpointer
 from beamweaver_core.models import Run
 from beamweaver_core.runtime import registry
+from reviews.http_statuses import http_status
 from reviews.models import Decision, ReviewItem
 from reviews.services import decide
 from tests.reliability.support import (
@@ -64,8 +65,8 @@ def test_two_reviewers_approving_at_the_same_instant_get_exactly_one_acceptance(
 
     for item in items:
         outcomes = decide_race(request(item, alice, APPROVE), request(item, bob, APPROVE))
-        assert sorted(o.status for o in outcomes) == [200, 409]
-        winner = "alice" if outcomes[0].status == 200 else "bob"
+        assert sorted(http_status(o) for o in outcomes) == [200, 409]
+        winner = "alice" if http_status(outcomes[0]) == 200 else "bob"
         loser = outcomes[1] if winner == "alice" else outcomes[0]
         assert loser.code == "already_decided"
         assert loser.message.startswith(f"Already decided by {winner} at ")
@@ -75,8 +76,8 @@ def test_two_reviewers_approving_at_the_same_instant_get_exactly_one_acceptance(
     for item in items:
         other = "bob" if winners[item.pk] == "alice" else "alice"
         assert audit_view(item) == [
-            ("decided", winners[item.pk], 200, "approve"),
-            ("refused", other, 409, "already_decided"),
+            ("decided", winners[item.pk], "accepted", "approve"),
+            ("refused", other, "already_decided", "already_decided"),
         ]
         assert dispatch_view(item.thread_id) == [{item.interrupt_id: APPROVE}]
         assert [len(b) for b in bindings(item.thread_id)] == [64]  # bound to what runs
@@ -98,16 +99,16 @@ def test_conflicting_decisions_never_both_take_effect(effects_log: Path) -> None
 
     for item in items:
         approve, reject = decide_race(request(item, alice, APPROVE), request(item, bob, REJECT))
-        assert sorted((approve.status, reject.status)) == [200, 409]
-        won[item.pk] = "approve" if approve.status == 200 else "reject"
+        assert sorted((http_status(approve), http_status(reject))) == [200, 409]
+        won[item.pk] = "approve" if http_status(approve) == 200 else "reject"
     run_queued()
 
     for item in items:
         winner = won[item.pk]
         answer, refused_by = (APPROVE, "bob") if winner == "approve" else (REJECT, "alice")
         assert audit_view(item) == [
-            ("decided", "alice" if winner == "approve" else "bob", 200, winner),
-            ("refused", refused_by, 409, "already_decided"),
+            ("decided", "alice" if winner == "approve" else "bob", "accepted", winner),
+            ("refused", refused_by, "already_decided", "already_decided"),
         ]
         assert dispatch_view(item.thread_id) == [{item.interrupt_id: answer}]
         ran = executed(effects_log, item.thread_id)
@@ -139,10 +140,10 @@ def test_a_double_submit_is_one_decision_sequentially_and_concurrently(
     run_queued()
 
     for outcomes, item in ((sequential, one_by_one), (concurrent, at_once)):
-        assert [o.status for o in outcomes] == [200] * 5
+        assert [http_status(o) for o in outcomes] == [200] * 5
         assert sorted(o.replayed for o in outcomes) == [False, True, True, True, True]
         assert len({o.decision.pk for o in outcomes}) == 1
-        assert audit_view(item) == [("decided", "alice", 200, "approve")]
+        assert audit_view(item) == [("decided", "alice", "accepted", "approve")]
         assert dispatch_view(item.thread_id) == [{item.interrupt_id: APPROVE}]
         assert executed(effects_log, item.thread_id) == [("send_email", EMAIL)]
     assert_each_action_ran_at_most_once(effects_log)
@@ -166,7 +167,7 @@ def test_a_double_click_on_the_page_submits_once(effects_log: Path) -> None:
 
     assert [r.status_code for r in responses] == [302, 302, 302]
     assert Decision.objects.filter(item=item).count() == 1
-    assert audit_view(item) == [("decided", "alice", 200, "approve")]
+    assert audit_view(item) == [("decided", "alice", "accepted", "approve")]
     assert executed(effects_log, item.thread_id) == [("send_email", EMAIL)]
 
 
@@ -207,10 +208,10 @@ def test_a_client_decision_id_reused_with_another_body_is_refused(effects_log: P
     second = decide(request(item, alice, EDIT, client_decision_id="form-1"))
     run_queued()
 
-    assert (first.status, second.status, second.code) == (200, 422, "key_reused")
+    assert (http_status(first), http_status(second), second.code) == (200, 422, "key_reused")
     assert audit_view(item) == [
-        ("decided", "alice", 200, "approve"),
-        ("refused", "alice", 422, "key_reused"),
+        ("decided", "alice", "accepted", "approve"),
+        ("refused", "alice", "key_reused", "key_reused"),
     ]
     assert dispatch_view(item.thread_id) == [{item.interrupt_id: APPROVE}]
     assert executed(effects_log, item.thread_id) == [("send_email", EMAIL)]
@@ -227,8 +228,8 @@ def test_a_reused_client_decision_id_racing_with_two_bodies_keeps_one(effects_lo
             request(item, alice, APPROVE, client_decision_id=f"id-{round_}"),
             request(item, alice, EDIT, client_decision_id=f"id-{round_}"),
         )
-        assert sorted((approve.status, edit.status)) == [200, 422]
-        results.append((item, APPROVE if approve.status == 200 else EDIT))
+        assert sorted((http_status(approve), http_status(edit))) == [200, 422]
+        results.append((item, APPROVE if http_status(approve) == 200 else EDIT))
     run_queued()
 
     for item, answer in results:
@@ -247,7 +248,7 @@ def test_a_client_decision_id_reused_on_another_item_is_refused(effects_log: Pat
     outcome = decide(request(second, alice, APPROVE, client_decision_id="spent"))
     run_queued()
 
-    assert (outcome.status, outcome.code) == (422, "key_reused")
+    assert (http_status(outcome), outcome.code) == (422, "key_reused")
     assert ReviewItem.objects.get(pk=second.pk).status == "pending"
     assert dispatch_view(second.thread_id) == []
     assert executed(effects_log, second.thread_id) == []

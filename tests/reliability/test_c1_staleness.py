@@ -21,6 +21,7 @@ from beamweaver_core.models import Run
 from beamweaver_core.runtime import registry, service
 from beamweaver_core.types import Interrupt
 from reviews import deadlines
+from reviews.http_statuses import http_status
 from reviews.models import Decision, ReviewItem
 from reviews.receivers import on_run_paused
 from reviews.services import decide
@@ -71,7 +72,7 @@ def test_a_decision_for_an_interrupt_the_run_moved_past_changes_nothing(effects_
     loaded_by_bob = request(first, bob, APPROVE)
     bob_page = client_for(bob)
     bob_form = form_fields(bob_page, first)
-    assert decide(request(first, alice, APPROVE, client_decision_id="a-1")).status == 200
+    assert http_status(decide(request(first, alice, APPROVE, client_decision_id="a-1"))) == 200
     run_queued()
     [second] = pending("moved-on")
     before = (second.digest, second.run_id, second.payload_json)
@@ -86,9 +87,9 @@ def test_a_decision_for_an_interrupt_the_run_moved_past_changes_nothing(effects_
         f"/items/{second.pk}/decide/", {**bob_form, "d0-type": "approve"}
     )
 
-    assert (replay.status, replay.replayed) == (200, True)
-    assert (late.status, late.code) == (409, "already_decided")
-    assert (misdirected.status, misdirected.code) == (409, "stale")
+    assert (http_status(replay), replay.replayed) == (200, True)
+    assert (http_status(late), late.code) == (409, "already_decided")
+    assert (http_status(misdirected), misdirected.code) == (409, "stale")
     assert (late_form.status_code, misdirected_form.status_code) == (409, 409)
     second.refresh_from_db()
     assert (second.status, (second.digest, second.run_id, second.payload_json)) == (
@@ -132,9 +133,9 @@ def test_an_approval_of_a_payload_that_changed_under_the_reviewer_is_refused(
     assert (current.status, current.interrupt_id) == ("pending", seen.interrupt_id)
     assert current.digest != seen.digest
     assert "everyone@example.com" in bob_page.get(f"/items/{seen.pk}/").content.decode()
-    assert [(a, status) for a, _, status, _ in audit_view(seen)] == [
-        ("updated", None),
-        ("refused", 409),
+    assert [(a, code) for a, _, code, _ in audit_view(seen)] == [
+        ("updated", ""),
+        ("refused", "payload_changed"),
     ]
     assert dispatch_view("drift") == []
     assert executed(effects_log, "drift") == []
@@ -168,8 +169,8 @@ def test_deciding_after_the_item_ended_is_gone_and_runs_nothing(
     outcome = decide(request(item, alice, APPROVE))
     run_queued()
 
-    assert (outcome.status, outcome.code) == (410, "gone")
-    assert audit_view(item)[-1] == ("refused", "alice", 410, "gone")
+    assert (http_status(outcome), outcome.code) == (410, "gone")
+    assert audit_view(item)[-1] == ("refused", "alice", "gone", "gone")
     assert not Decision.objects.filter(item=item).exists()
     assert executed(effects_log, item.thread_id) == []
 
@@ -198,9 +199,9 @@ def test_cancel_racing_an_approval_ends_in_exactly_one_terminal_state(effects_lo
         run_queued()
         ran = executed(effects_log, item.thread_id)
         if cancelled == "cancelled":
-            assert outcome.status == 410 and ran == []
+            assert http_status(outcome) == 410 and ran == []
         else:
-            assert outcome.status == 200 and ran == [("send_email", EMAIL)]
+            assert http_status(outcome) == 200 and ran == [("send_email", EMAIL)]
         endings.add(cancelled)
     assert endings == {"cancelled", "refused"}
 
@@ -226,13 +227,13 @@ def test_several_pending_interrupts_are_answered_one_item_at_a_time() -> None:
     with pytest.raises(CommandError, match="has no pending interrupt 'nope'"):
         call_command("resume", "two", "--value", '"L"', "--interrupt", "nope", "--user", "alice")
 
-    assert [(o.status, o.code) for o in wrong] == [(409, "stale")] * 4
+    assert [(http_status(o), o.code) for o in wrong] == [(409, "stale")] * 4
     assert dispatch_view("two") == []
-    assert decide(request(left, alice, "L")).status == 200
+    assert http_status(decide(request(left, alice, "L"))) == 200
     run_queued()
     right.refresh_from_db()
     assert (right.status, answers("pair", "two")) == ("pending", (["left:L"], [right.interrupt_id]))
-    assert decide(request(right, alice, "R")).status == 200
+    assert http_status(decide(request(right, alice, "R"))) == 200
     run_queued()
     assert answers("pair", "two") == (["left:L", "right:R"], [])
 
@@ -250,7 +251,7 @@ def test_both_interrupts_decided_at_once_resume_the_thread_once() -> None:
         outcomes = decide_race(request(left, alice, "L"), request(right, bob, "R"))
         run_queued()
 
-        assert [o.status for o in outcomes] == [200, 200]
+        assert [http_status(o) for o in outcomes] == [200, 200]
         assert answers("pair", thread) == (["left:L", "right:R"], [])
         assert Run.objects.filter(thread_id=thread, status="failed").count() == 0
 

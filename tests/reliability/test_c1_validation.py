@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from beamweaver_core.models import Run
+from reviews.http_statuses import http_status
 from reviews.models import AuditEvent, ReviewItem
 from reviews.services import DecisionOutcome, decide
 from tests.reliability.support import (
@@ -72,16 +73,16 @@ def test_a_wrong_number_or_order_of_decisions_is_refused_until_a_valid_set_arriv
     )
     run_queued()
 
-    assert [o.status for o in refusals] == [422, 422, 422]
+    assert [http_status(o) for o in refusals] == [422, 422, 422]
     assert "Expected 3 decision(s)" in refusals[0].problems[0]["message"]
     assert "Expected 3 decision(s)" in refusals[1].problems[0]["message"]
     assert {(p["index"], p["field"]) for p in refusals[2].problems} >= {(0, "edited_action.name")}
-    assert valid.status == 200
-    assert [(a, s) for a, _, s, _ in audit_view(item)] == [
-        ("refused", 422),
-        ("refused", 422),
-        ("refused", 422),
-        ("decided", 200),
+    assert http_status(valid) == 200
+    assert [(a, code) for a, _, code, _ in audit_view(item)] == [
+        ("refused", "invalid"),
+        ("refused", "invalid"),
+        ("refused", "invalid"),
+        ("decided", "accepted"),
     ]
     assert sorted(executed(effects_log, "three"), key=str) == [
         ("issue_refund", {"order_id": "A-17", "amount": 30}),
@@ -113,7 +114,7 @@ def test_only_the_decision_types_a_tool_allows_are_accepted(kind: Any) -> None:
 
     outcome = attempt(item, alice, [decision])
 
-    assert outcome.status == (200 if kind in ("approve", "reject") else 422), outcome.problems
+    assert http_status(outcome) == (200 if kind in ("approve", "reject") else 422), outcome.problems
     item.refresh_from_db()
     assert item.status == "pending"
     assert not Run.objects.filter(thread_id="notify-only", kind="resume").exists()
@@ -149,10 +150,10 @@ def test_an_edit_that_escalates_is_refused_and_audited(
     outcome = decide(request(item, alice, {"decisions": [decision]}))
     run_queued()
 
-    assert outcome.status == 422
+    assert http_status(outcome) == 422
     assert any(p["field"].startswith(field) for p in outcome.problems), outcome.problems
     refused = AuditEvent.objects.get(item=item, action="refused")
-    assert (refused.status_code, refused.decision) == (422, {"decisions": [decision]})
+    assert (refused.outcome, refused.decision) == ("invalid", {"decisions": [decision]})
     assert ReviewItem.objects.get(pk=item.pk).status == "pending"
     assert dispatch_view("escalate") == []
     assert executed(effects_log) == []

@@ -24,6 +24,7 @@ from beamweaver_core.runtime import registry
 from bench.hostile import effects
 from bench.hostile.agents import GRAPHS
 from reviews import payloads
+from reviews.http_statuses import http_status
 from reviews.services import decide
 from tests.reliability.support import APPROVE, pause_agent, request
 from tests.reviews.conftest import client_for, make_reviewer
@@ -70,7 +71,7 @@ def test_deserialization_shaped_arguments_stay_plain_data_through_pause_and_resu
     marker = tmp_path / f"pwned-{uuid.uuid4().hex}"
     record = envelopes(marker)
     item = pause_agent([{"name": "store_record", "args": record}], thread_id="shapes")
-    assert decide(request(item, make_reviewer("alice"), APPROVE)).status == 200
+    assert http_status(decide(request(item, make_reviewer("alice"), APPROVE))) == 200
     env = child_env(
         BEAMWEAVER_GRAPHS=json.dumps({**REVIEW_GRAPHS, **GRAPHS}),
         BEAMWEAVER_POLL_SECONDS="0.2",

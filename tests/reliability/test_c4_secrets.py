@@ -12,6 +12,7 @@ from django.test import Client
 
 from beamweaver_core.models import Checkpoint, CheckpointBlob, CheckpointWrite, Run, RunEvent
 from beamweaver_core.runtime import service
+from reviews.http_statuses import http_status
 from reviews.models import AuditEvent, Decision, ReviewItem
 from reviews.services import decide
 from tests.reliability.support import pause_agent, request, run_queued
@@ -87,7 +88,7 @@ def test_secrets_are_redacted_on_every_page_in_the_export_admin_and_logs(
             pages[f"admin {model}"] = admin.get(f"/admin/{model}/{pk}/change/")
 
     texts = {name: body(response) for name, response in pages.items()}
-    assert rejected.status == 200
+    assert http_status(rejected) == 200
     assert {name: r.status_code for name, r in pages.items() if r.status_code != 200} == {}
     assert {name: leaks(text) for name, text in texts.items() if leaks(text)} == {}
     assert leaks(caplog.text) == []
@@ -105,7 +106,7 @@ def test_a_secret_typed_by_the_reviewer_into_an_edit_is_redacted_in_the_audit_an
     edited = {"to": "ops@example.com", "subject": "key", "body": f"use {KEYS['openai']}"}
     edit = {"type": "edit", "edited_action": {"name": "send_email", "args": edited}}
 
-    assert decide(request(item, alice, {"decisions": [edit]})).status == 200
+    assert http_status(decide(request(item, alice, {"decisions": [edit]}))) == 200
     run_queued()
     client = client_for(alice)
 

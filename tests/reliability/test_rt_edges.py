@@ -40,7 +40,7 @@ def test_a_web_decision_with_invalid_utf8_is_refused_like_the_api(alice: User) -
     assert "not valid UTF-8" in response.content.decode()
     assert item.status == "pending" and not Decision.objects.filter(item=item).exists()
     refused = AuditEvent.objects.get(item=item, action="refused")
-    assert refused.status_code == 422 and "not valid UTF-8" in refused.message
+    assert refused.outcome == "invalid" and "not valid UTF-8" in refused.message
 
 
 def test_a_web_decision_in_valid_utf8_still_goes_through(alice: User) -> None:

@@ -10,6 +10,7 @@ from django.contrib.auth.models import User
 
 from beamweaver_core.models import Run
 from reviews import batch, claims
+from reviews.http_statuses import http_status
 from reviews.models import Decision, ReviewItem
 from tests.reviews.conftest import client_for, pause, use_policies
 
@@ -72,7 +73,9 @@ def test_an_item_that_changed_since_the_list_was_shown_is_refused(alice: User) -
 
     report = batch.decide_many(alice, [(item.pk, "0" * 64)], "approve", batch_id="b")
 
-    assert [(line.status, line.code) for line in report.lines] == [(409, "payload_changed")]
+    assert [(http_status(line.outcome), line.code) for line in report.lines] == [
+        (409, "payload_changed")
+    ]
     assert report.summary.startswith("0 applied, 1 refused because: The proposal changed")
 
 
@@ -87,7 +90,7 @@ def test_a_breakpoint_can_be_continued_but_not_rejected_in_a_batch(alice: User) 
     )
 
     assert rejected.lines[0].message.startswith("A breakpoint can only be continued")
-    assert (approved.lines[0].status, approved.summary) == (200, "1 applied.")
+    assert (http_status(approved.lines[0].outcome), approved.summary) == (200, "1 applied.")
 
 
 def test_resending_the_same_batch_replays_instead_of_deciding_twice(alice: User) -> None:
@@ -107,7 +110,9 @@ def test_items_the_user_may_not_see_are_reported_as_missing(settings: Any, alice
 
     report = batch.decide_many(alice, [(hidden.pk, hidden.digest)], "approve", batch_id="b")
 
-    assert [(line.status, line.message) for line in report.lines] == [(404, "No such item.")]
+    assert [(http_status(line.outcome), line.message) for line in report.lines] == [
+        (404, "No such item.")
+    ]
 
 
 def test_quorum_items_record_an_approval_each(settings: Any, alice: User) -> None:

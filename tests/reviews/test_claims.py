@@ -13,6 +13,7 @@ from django.contrib.auth.models import User
 from django.db import connection
 
 from reviews import claims
+from reviews.http_statuses import http_status
 from reviews.models import AuditEvent, OutboxMessage, ReviewItem
 from tests.reviews.conftest import (
     client_for,
@@ -38,10 +39,10 @@ def test_a_claimed_item_can_only_be_decided_by_its_claimer(alice: User, bob: Use
     claimed = claims.claim(item.pk, alice)
     refused = approve(item, bob)
 
-    assert (claimed.status, claimed.message) == (200, "You claimed this item.")
-    assert (refused.status, refused.code) == (409, "claimed")
+    assert (http_status(claimed), claimed.message) == (200, "You claimed this item.")
+    assert (http_status(refused), refused.code) == (409, "claimed")
     assert refused.message == "alice claimed this item; ask them or a manager to release it."
-    assert approve(item, alice).status == 200
+    assert http_status(approve(item, alice)) == 200
     assert list(
         AuditEvent.objects.filter(action="claimed").values_list("actor__username", flat=True)
     ) == ["alice"]
@@ -53,7 +54,7 @@ def test_a_second_claim_loses_and_names_the_holder(alice: User, bob: User) -> No
 
     second = claims.claim(item.pk, bob)
 
-    assert (second.status, second.code, second.message) == (
+    assert (http_status(second), second.code, second.message) == (
         409,
         "claimed",
         "alice claimed this item first.",
@@ -71,7 +72,7 @@ def test_of_two_concurrent_claims_exactly_one_wins() -> None:
     def race(user: User) -> None:
         barrier.wait()
         try:
-            results.append(claims.claim(item.pk, user).status)
+            results.append(http_status(claims.claim(item.pk, user)))
         finally:
             connection.close()
 
@@ -90,10 +91,10 @@ def test_release_by_the_holder_or_a_manager_only(alice: User, bob: User) -> None
     manager = make_manager("manager")
     claims.claim(item.pk, alice)
 
-    assert claims.unclaim(item.pk, bob).status == 403
+    assert http_status(claims.unclaim(item.pk, bob)) == 403
     released = claims.unclaim(item.pk, manager)
 
-    assert (released.status, released.message) == (200, "The item is free again.")
+    assert (http_status(released), released.message) == (200, "The item is free again.")
     assert AuditEvent.objects.get(action="unclaimed").message == "Released the claim of alice."
     item.refresh_from_db()
     assert item.claimed_by is None
@@ -107,7 +108,7 @@ def test_a_manager_reassigns_and_the_new_assignee_holds_it(alice: User, bob: Use
 
     outcome = claims.reassign(item.pk, manager, "bob")
 
-    assert (outcome.status, outcome.message) == (200, "Assigned to bob.")
+    assert (http_status(outcome), outcome.message) == (200, "Assigned to bob.")
     item.refresh_from_db()
     assert (item.assignee, item.claimed_by) == (bob, bob)
     assert AuditEvent.objects.get(action="reassigned").message == ("Reassigned from nobody to bob.")
@@ -118,9 +119,9 @@ def test_a_manager_reassigns_and_the_new_assignee_holds_it(alice: User, bob: Use
 def test_reassigning_needs_a_manager_or_the_holder(alice: User, bob: User) -> None:
     item = pause()
 
-    assert claims.reassign(item.pk, bob, "alice").status == 403
+    assert http_status(claims.reassign(item.pk, bob, "alice")) == 403
     claims.claim(item.pk, bob)
-    assert claims.reassign(item.pk, bob, "alice").status == 200
+    assert http_status(claims.reassign(item.pk, bob, "alice")) == 200
 
 
 def test_reassigning_to_the_requester_or_a_stranger_is_refused(alice: User, bob: User) -> None:
@@ -130,7 +131,7 @@ def test_reassigning_to_the_requester_or_a_stranger_is_refused(alice: User, bob:
     to_requester = claims.reassign(item.pk, manager, "alice")
     to_nobody = claims.reassign(item.pk, manager, "ghost")
 
-    assert (to_requester.status, to_nobody.status) == (422, 422)
+    assert (http_status(to_requester), http_status(to_nobody)) == (422, 422)
     assert to_requester.message == (
         "alice started this run and cannot approve it; choose another reviewer."
     )
@@ -142,14 +143,14 @@ def test_a_quorum_item_cannot_be_claimed(settings: Any, alice: User) -> None:
 
     outcome = claims.claim(item.pk, alice)
 
-    assert (outcome.status, outcome.code) == (409, "quorum")
+    assert (http_status(outcome), outcome.code) == (409, "quorum")
 
 
 def test_claiming_a_decided_item_is_gone(alice: User) -> None:
     item = pause()
     approve(item, alice)
 
-    assert claims.claim(item.pk, alice).status == 410
+    assert http_status(claims.claim(item.pk, alice)) == 410
 
 
 def test_the_claim_buttons_work_without_htmx(alice: User) -> None:

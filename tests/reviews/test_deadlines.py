@@ -16,6 +16,7 @@ from django.core.management import call_command
 from beamweaver_core.models import Run
 from beamweaver_core.runtime.signals import worker_tick
 from reviews import deadlines, sweeper
+from reviews.http_statuses import http_status
 from reviews.models import AuditEvent, Decision, OutboxMessage, ReviewItem
 from tests.reviews.conftest import (
     approve_as,
@@ -82,7 +83,7 @@ def test_at_the_deadline_the_escalation_group_may_decide_too(settings: Any, bob:
         "Nobody decided in time: escalated to leads, new deadline "
     )
     assert deadlines.sweep(item.escalated_at + timedelta(seconds=2)).escalated == 0
-    assert approve(item, User.objects.get(pk=lead.pk)).status == 200
+    assert http_status(approve(item, User.objects.get(pk=lead.pk))) == 200
 
 
 def test_an_expired_item_is_rejected_as_an_expiry_not_a_decision(settings: Any) -> None:
@@ -127,7 +128,7 @@ def test_a_decision_after_expiry_is_refused_as_gone(settings: Any, alice: User) 
 
     outcome = approve(item, alice)
 
-    assert (outcome.status, outcome.code) == (410, "gone")
+    assert (http_status(outcome), outcome.code) == (410, "gone")
     assert "expired" in outcome.message
 
 
@@ -194,16 +195,16 @@ def test_a_manager_extends_a_deadline_and_the_item_waits_again(settings: Any) ->
     item = pause()
     deadlines.sweep(item.created_at + timedelta(seconds=45))
 
-    status, message, _ = deadlines.extend(item.pk, manager, timedelta(hours=2))
+    outcome = deadlines.extend(item.pk, manager, timedelta(hours=2))
 
-    assert status == 200 and message.startswith("Deadline extended from ")
+    assert http_status(outcome) == 200 and outcome.message.startswith("Deadline extended from ")
     item.refresh_from_db()
     assert item.due_at > item.created_at + timedelta(hours=1, minutes=59)
     assert item.reminded_at is None and item.overdue_at is None
     assert AuditEvent.objects.get(action="extended").actor == manager
     assert deadlines.sweep(item.created_at + timedelta(minutes=2)).expired == 0
-    assert deadlines.extend(item.pk, reviewer, timedelta(hours=1))[0] == 403
-    assert deadlines.extend(item.pk, manager, timedelta(days=31))[0] == 422
+    assert http_status(deadlines.extend(item.pk, reviewer, timedelta(hours=1))) == 403
+    assert http_status(deadlines.extend(item.pk, manager, timedelta(days=31))) == 422
 
 
 def test_the_sweep_command_reports_as_json(settings: Any) -> None:

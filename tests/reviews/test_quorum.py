@@ -10,6 +10,7 @@ import pytest
 from django.contrib.auth.models import Group, User
 
 from beamweaver_core.models import Run
+from reviews.http_statuses import http_status
 from reviews.models import Approval, AuditEvent, Decision, ReviewItem
 from reviews.services import DecisionRequest, decide
 from tests.reviews.conftest import make_manager, make_reviewer, pause, run_next, use_policies
@@ -44,7 +45,7 @@ def test_an_item_needing_two_approvals_waits_for_the_second(two_of_three: dict[s
 
     first = answer(item, two_of_three["ann"], APPROVE)
 
-    assert (first.status, first.code) == (202, "approval_recorded")
+    assert (http_status(first), first.code) == (202, "approval_recorded")
     assert first.message == (
         "Approval recorded (1 of 2: ann); waiting for 1 more from other reviewers."
     )
@@ -55,7 +56,7 @@ def test_an_item_needing_two_approvals_waits_for_the_second(two_of_three: dict[s
 
     second = answer(item, two_of_three["ben"], APPROVE)
 
-    assert (second.status, second.code) == (200, "accepted")
+    assert (http_status(second), second.code) == (200, "accepted")
     decision = Decision.objects.get(item=item)
     assert (decision.user, decision.summary) == (two_of_three["ben"], "approve (2 of 2 approvals)")
     assert run_next().status == "succeeded"
@@ -67,7 +68,7 @@ def test_the_same_reviewer_cannot_approve_twice(two_of_three: dict[str, User]) -
 
     again = answer(item, two_of_three["ann"], APPROVE)
 
-    assert (again.status, again.code) == (409, "already_approved")
+    assert (http_status(again), again.code) == (409, "already_approved")
     assert "it needs 1 more approval(s) from other reviewers" in again.message
     assert Approval.objects.count() == 1
 
@@ -78,7 +79,7 @@ def test_a_resent_approval_is_replayed(two_of_three: dict[str, User]) -> None:
 
     again = answer(item, two_of_three["ann"], APPROVE, client_decision_id="click-1")
 
-    assert (again.status, again.code, again.replayed) == (202, "approval_recorded", True)
+    assert (http_status(again), again.code, again.replayed) == (202, "approval_recorded", True)
 
 
 def test_any_reject_decides_a_quorum_item_at_once(two_of_three: dict[str, User]) -> None:
@@ -87,7 +88,7 @@ def test_any_reject_decides_a_quorum_item_at_once(two_of_three: dict[str, User])
 
     outcome = answer(item, two_of_three["ben"], REJECT)
 
-    assert (outcome.status, outcome.code) == (200, "accepted")
+    assert (http_status(outcome), outcome.code) == (200, "accepted")
     assert Decision.objects.get().decision_types == ["reject"]
 
 
@@ -107,7 +108,7 @@ def test_an_edit_is_refused_on_a_quorum_item(two_of_three: dict[str, User]) -> N
 
     outcome = answer(item, two_of_three["ann"], edit)
 
-    assert (outcome.status, outcome.code) == (422, "invalid")
+    assert (http_status(outcome), outcome.code) == (422, "invalid")
     assert "an edit cannot be combined across reviewers" in outcome.problems[0]["message"]
 
 
@@ -117,11 +118,11 @@ def test_the_user_who_started_the_run_cannot_approve_it(alice: User, bob: User) 
 
     refused = answer(item, alice, APPROVE)
 
-    assert (refused.status, refused.code) == (403, "self_approval")
+    assert (http_status(refused), refused.code) == (403, "self_approval")
     assert refused.message == (
         "You started this run, so you cannot approve it; another reviewer must."
     )
-    assert answer(item, alice, REJECT).status == 200
+    assert http_status(answer(item, alice, REJECT)) == 200
 
 
 def test_a_requesters_approval_never_counts_towards_a_quorum(
@@ -153,7 +154,7 @@ def test_a_manager_outside_the_groups_sees_the_item_but_may_not_decide(settings:
 
     outcome = answer(item, manager, APPROVE)
 
-    assert (outcome.status, outcome.code) == (403, "not_allowed")
+    assert (http_status(outcome), outcome.code) == (403, "not_allowed")
 
 
 def test_an_outsider_gets_404_and_an_allowed_responder_decides(settings: Any) -> None:
@@ -161,8 +162,8 @@ def test_an_outsider_gets_404_and_an_allowed_responder_decides(settings: Any) ->
     outsider, dora = make_reviewer("outsider"), make_reviewer("dora")
     item = pause()
 
-    assert answer(item, outsider, APPROVE).status == 404
-    assert answer(item, dora, APPROVE).status == 200
+    assert http_status(answer(item, outsider, APPROVE)) == 404
+    assert http_status(answer(item, dora, APPROVE)) == 200
 
 
 def test_a_group_member_decides(settings: Any) -> None:
@@ -171,7 +172,7 @@ def test_a_group_member_decides(settings: Any) -> None:
     item = pause()
     member.groups.add(Group.objects.get(name="finance"))
 
-    assert answer(item, User.objects.get(pk=member.pk), APPROVE).status == 200
+    assert http_status(answer(item, User.objects.get(pk=member.pk), APPROVE)) == 200
 
 
 def test_the_private_note_is_kept_for_the_audit_and_never_sent_to_the_run(alice: User) -> None:
@@ -204,5 +205,5 @@ def test_an_unknown_reason_is_refused(alice: User) -> None:
 
     outcome = answer(item, alice, REJECT, reason="made-up")
 
-    assert (outcome.status, outcome.code) == (422, "invalid")
+    assert (http_status(outcome), outcome.code) == (422, "invalid")
     assert outcome.problems[0]["field"] == "reason"

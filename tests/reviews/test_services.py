@@ -13,6 +13,7 @@ from django.db import connection
 from beamweaver_core.agent import HITL
 from beamweaver_core.models import Run
 from beamweaver_core.runtime import service
+from reviews.http_statuses import http_status
 from reviews.models import AuditEvent, Decision, ReviewItem
 from reviews.services import DecisionRequest, decide
 from tests.reviews.conftest import make_reviewer, pause, run_next
@@ -44,7 +45,7 @@ def test_an_accepted_decision_is_stored_audited_and_resumes_the_run(alice: User)
 
     outcome = approve(item, alice)
 
-    assert (outcome.status, outcome.code, outcome.replayed) == (200, "accepted", False)
+    assert (http_status(outcome), outcome.code, outcome.replayed) == (200, "accepted", False)
     item.refresh_from_db()
     assert item.status == "decided" and item.decided_at is not None
     decision = Decision.objects.get(item=item)
@@ -60,10 +61,10 @@ def test_an_accepted_decision_is_stored_audited_and_resumes_the_run(alice: User)
     assert decision.resume_run == resume
     assert resume.input == {item.interrupt_id: {"decisions": bound}}
     audit = AuditEvent.objects.get(action="decided")
-    assert (audit.actor, audit.item, audit.status_code, audit.digest_seen) == (
+    assert (audit.actor, audit.item, audit.outcome, audit.digest_seen) == (
         alice,
         item,
-        200,
+        "accepted",
         item.digest,
     )
     finished = run_next()
@@ -76,10 +77,33 @@ def test_the_same_client_decision_id_again_returns_the_first_outcome(alice: User
 
     again = approve(item, alice, client_decision_id="click-1")
 
-    assert (again.status, again.code, again.replayed) == (first.status, first.code, True)
+    assert (http_status(again), again.code, again.replayed) == (
+        http_status(first),
+        first.code,
+        True,
+    )
     assert again.decision == first.decision
     assert Decision.objects.count() == 1
     assert Run.objects.filter(kind="resume").count() == 1
+
+
+def test_a_replay_answers_with_the_outcome_code_stored_on_the_first_decision(
+    alice: User,
+) -> None:
+    """The decision keeps its outcome code (not an HTTP status) and a replay reads it."""
+    item = pause()
+    approve(item, alice, client_decision_id="click-1")
+    stored = Decision.objects.get(item=item)
+    assert stored.outcome == "accepted"
+    assert "status_code" not in {f.name for f in Decision._meta.get_fields()}
+    # Whatever the row says is what the replay answers: it is read, not re-derived.
+    Decision.objects.filter(pk=stored.pk).update(outcome="approval_recorded")
+
+    again = approve(item, alice, client_decision_id="click-1")
+
+    assert (again.code, again.replayed, again.decision) == ("approval_recorded", True, stored)
+    assert http_status(again) == 202
+    assert AuditEvent.objects.filter(action="refused").count() == 0
 
 
 def test_a_client_decision_id_reused_with_another_answer_is_refused(alice: User) -> None:
@@ -90,7 +114,7 @@ def test_a_client_decision_id_reused_with_another_answer_is_refused(alice: User)
         request(item, alice, {"decisions": [{"type": "reject"}]}, client_decision_id="click-1")
     )
 
-    assert (outcome.status, outcome.code) == (422, "key_reused")
+    assert (http_status(outcome), outcome.code) == (422, "key_reused")
     assert Decision.objects.get().summary == "approve"
 
 
@@ -100,13 +124,17 @@ def test_a_second_decision_is_refused_naming_who_decided(alice: User, bob: User)
 
     outcome = decide(request(item, bob, {"decisions": [{"type": "reject"}]}))
 
-    assert (outcome.status, outcome.code) == (409, "already_decided")
+    assert (http_status(outcome), outcome.code) == (409, "already_decided")
     assert outcome.message.startswith("Already decided by alice at ")
     assert outcome.message.endswith("(approve).")
     assert Decision.objects.count() == 1
     assert Run.objects.filter(kind="resume").count() == 1
     refused = AuditEvent.objects.get(action="refused")
-    assert (refused.actor, refused.status_code, refused.summary) == (bob, 409, "already_decided")
+    assert (refused.actor, refused.outcome, refused.summary) == (
+        bob,
+        "already_decided",
+        "already_decided",
+    )
     assert refused.decision == {"decisions": [{"type": "reject"}]}
 
 
@@ -116,7 +144,7 @@ def test_a_second_decision_by_the_same_reviewer_says_you(alice: User) -> None:
 
     outcome = approve(item, alice)
 
-    assert outcome.status == 409
+    assert http_status(outcome) == 409
     assert outcome.message.startswith("Already decided by you at ")
 
 
@@ -125,7 +153,7 @@ def test_a_changed_payload_is_refused(alice: User) -> None:
 
     outcome = approve(item, alice, digest="0" * 64)
 
-    assert (outcome.status, outcome.code) == (409, "payload_changed")
+    assert (http_status(outcome), outcome.code) == (409, "payload_changed")
     assert outcome.message == (
         "The proposal changed since you loaded it; reload to see the current version."
     )
@@ -139,7 +167,7 @@ def test_an_answer_for_another_interrupt_is_stale(alice: User) -> None:
 
     outcome = approve(item, alice, interrupt_id="not-this-one")
 
-    assert (outcome.status, outcome.code) == (409, "stale")
+    assert (http_status(outcome), outcome.code) == (409, "stale")
 
 
 def test_an_item_of_a_cancelled_run_is_gone(alice: User) -> None:
@@ -148,7 +176,7 @@ def test_an_item_of_a_cancelled_run_is_gone(alice: User) -> None:
 
     outcome = approve(item, alice)
 
-    assert (outcome.status, outcome.code) == (410, "gone")
+    assert (http_status(outcome), outcome.code) == (410, "gone")
     assert outcome.message == ("This item is cancelled (the run was cancelled); nothing to decide.")
     assert not Decision.objects.exists()
 
@@ -159,7 +187,7 @@ def test_an_expired_item_is_gone(alice: User) -> None:
 
     outcome = approve(item, alice)
 
-    assert (outcome.status, outcome.code) == (410, "gone")
+    assert (http_status(outcome), outcome.code) == (410, "gone")
 
 
 def test_unknown_and_forbidden_items_look_the_same(alice: User) -> None:
@@ -169,19 +197,19 @@ def test_unknown_and_forbidden_items_look_the_same(alice: User) -> None:
     unknown = approve(item, alice, item_id=item.pk + 1000)
     forbidden = approve(item, outsider)
 
-    assert (unknown.status, unknown.code, unknown.message) == (
+    assert (http_status(unknown), unknown.code, unknown.message) == (
         404,
         "not_found",
         "No such review item.",
     )
-    assert (forbidden.status, forbidden.code, forbidden.message) == (
+    assert (http_status(forbidden), forbidden.code, forbidden.message) == (
         404,
         "not_found",
         "No such review item.",
     )
-    assert set(
-        AuditEvent.objects.filter(action="refused").values_list("status_code", flat=True)
-    ) == {404}
+    assert set(AuditEvent.objects.filter(action="refused").values_list("outcome", flat=True)) == {
+        "not_found"
+    }
     item.refresh_from_db()
     assert item.status == "pending"
 
@@ -201,7 +229,7 @@ def test_invalid_decisions_are_refused_with_every_problem_and_the_item_stays_pen
 
     outcome = decide(request(item, alice, {"decisions": decisions}))
 
-    assert (outcome.status, outcome.code) == (422, "invalid")
+    assert (http_status(outcome), outcome.code) == (422, "invalid")
     fields = sorted((p["index"], p["field"]) for p in outcome.problems)
     assert fields == [
         (0, "edited_action.args"),
@@ -212,7 +240,7 @@ def test_invalid_decisions_are_refused_with_every_problem_and_the_item_stays_pen
     item.refresh_from_db()
     assert item.status == "pending"
     assert not Run.objects.filter(kind="resume").exists()
-    assert AuditEvent.objects.get(action="refused").status_code == 422
+    assert AuditEvent.objects.get(action="refused").outcome == "invalid"
 
 
 def test_an_edit_cannot_rename_the_tool(alice: User) -> None:
@@ -221,7 +249,7 @@ def test_an_edit_cannot_rename_the_tool(alice: User) -> None:
 
     outcome = decide(request(item, alice, {"decisions": [edit]}))
 
-    assert outcome.status == 422
+    assert http_status(outcome) == 422
     assert [p["field"] for p in outcome.problems] == ["edited_action.name"]
 
 
@@ -241,7 +269,7 @@ def test_malformed_decisions_are_refused(alice: User, decisions: Any, expected: 
 
     outcome = decide(request(item, alice, {"decisions": decisions}))
 
-    assert outcome.status == 422
+    assert http_status(outcome) == 422
     assert expected in outcome.problems[0]["message"]
 
 
@@ -252,7 +280,7 @@ def test_an_edit_is_validated_against_the_schema_and_its_diff_is_audited(alice: 
 
     outcome = decide(request(item, alice, {"decisions": [edit]}))
 
-    assert outcome.status == 200
+    assert http_status(outcome) == 200
     audit = AuditEvent.objects.get(action="decided")
     assert audit.diff == [
         {
@@ -290,7 +318,7 @@ def test_values_postgres_cannot_store_are_refused(alice: User, value: Any, messa
 
     outcome = decide(request(item, alice, {"decisions": [edit]}))
 
-    assert outcome.status == 422
+    assert http_status(outcome) == 422
     assert message in outcome.problems[0]["message"]
     item.refresh_from_db()
     assert item.status == "pending"
@@ -305,7 +333,7 @@ def test_oversized_edited_arguments_are_refused(alice: User) -> None:
 
     outcome = decide(request(item, alice, {"decisions": [edit]}))
 
-    assert outcome.status == 422
+    assert http_status(outcome) == 422
     assert outcome.problems[0]["message"] == "The edited arguments exceed 64 KiB."
 
 
@@ -315,7 +343,7 @@ def test_a_plain_interrupt_takes_any_json_answer(alice: User) -> None:
 
     outcome = decide(request(item, alice, {"approved": True, "note": "ok"}))
 
-    assert outcome.status == 200
+    assert http_status(outcome) == 200
     assert run_next().status == "succeeded"
 
 
@@ -325,7 +353,7 @@ def test_a_breakpoint_continues(alice: User) -> None:
 
     outcome = decide(request(item, alice, None))
 
-    assert (outcome.status, outcome.decision.summary) == (200, "continue")
+    assert (http_status(outcome), outcome.decision.summary) == (200, "continue")
     assert Run.objects.get(kind="resume").input == {item.interrupt_id: None}
     assert run_next().status == "succeeded"
 
@@ -334,8 +362,8 @@ def test_several_pending_interrupts_are_answered_one_by_one(alice: User) -> None
     item = pause("pair")
     left, right = ReviewItem.objects.filter(thread_id=item.thread_id).order_by("node")
 
-    assert decide(request(left, alice, "L")).status == 200
-    assert decide(request(right, alice, "R")).status == 200
+    assert http_status(decide(request(left, alice, "L"))) == 200
+    assert http_status(decide(request(right, alice, "R"))) == 200
 
     resume = Run.objects.get(kind="resume")
     assert resume.input == {left.interrupt_id: "L", right.interrupt_id: "R"}
@@ -348,7 +376,7 @@ def test_parse_problems_from_the_caller_are_reported_after_the_state_checks(alic
 
     outcome = decide(request(item, alice, {"decisions": []}, problems=[problem]))
 
-    assert (outcome.status, outcome.problems) == (422, (problem,))
+    assert (http_status(outcome), outcome.problems) == (422, (problem,))
 
 
 def test_a_missing_digest_or_client_id_is_invalid(alice: User) -> None:
@@ -356,7 +384,7 @@ def test_a_missing_digest_or_client_id_is_invalid(alice: User) -> None:
 
     outcome = approve(item, alice, digest="", client_decision_id="has spaces")
 
-    assert outcome.status == 422
+    assert http_status(outcome) == 422
     assert sorted(p["field"] for p in outcome.problems) == ["client_decision_id", "digest"]
 
 
@@ -383,10 +411,10 @@ def test_two_reviewers_deciding_at_the_same_instant_get_one_acceptance() -> None
     for thread in threads:
         thread.join(20)
 
-    statuses = sorted(o.status for o in outcomes.values())
+    statuses = sorted(http_status(o) for o in outcomes.values())
     assert statuses == [200, 409]
-    winner = next(name for name, o in outcomes.items() if o.status == 200)
-    loser = next(o for o in outcomes.values() if o.status == 409)
+    winner = next(name for name, o in outcomes.items() if http_status(o) == 200)
+    loser = next(o for o in outcomes.values() if http_status(o) == 409)
     assert loser.message.startswith(f"Already decided by {winner} at ")
     assert Decision.objects.count() == 1
     assert Run.objects.filter(kind="resume").count() == 1

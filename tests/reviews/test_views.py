@@ -349,7 +349,7 @@ def test_deciding_an_unknown_or_forbidden_item_is_404_and_audited(alice: User) -
 
     assert client_for(alice).post("/items/999/decide/", {"d0-type": "approve"}).status_code == 404
     assert outsider.post(f"/items/{item.pk}/decide/", {"d0-type": "approve"}).status_code == 403
-    assert AuditEvent.objects.filter(action="refused", status_code=404).count() == 1
+    assert AuditEvent.objects.filter(action="refused", outcome="not_found").count() == 1
 
 
 def test_schema_errors_are_rendered_inline_and_the_item_stays_pending(alice: User) -> None:
@@ -701,7 +701,7 @@ def test_the_audit_log_filters_and_exports_csv(alice: User, bob: User) -> None:
     assert export["Content-Type"] == "text/csv; charset=utf-8"
     rows = list(csv.DictReader(io.StringIO(b"".join(export.streaming_content).decode())))
     assert [r["action"] for r in rows] == ["refused", "decided", "created"]
-    assert rows[0]["actor_name"] == "bob" and rows[0]["status_code"] == "409"
+    assert rows[0]["actor_name"] == "bob" and rows[0]["outcome"] == "already_decided"
     assert rows[1]["thread_ref"].startswith("'=cmd")
 
 

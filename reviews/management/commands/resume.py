@@ -17,6 +17,7 @@ from beamweaver_core.models import Run
 from beamweaver_core.runtime.foreground import run_outcome, run_to_pause, wait_for_run
 from beamweaver_core.users import find_user, username_field
 from reviews import payloads
+from reviews.http_statuses import http_status
 from reviews.models import Decision, ReviewItem
 from reviews.permissions import can_review
 from reviews.services import DecisionRequest, decide
@@ -151,12 +152,18 @@ class Command(BaseCommand):
         )
         if not outcome.recorded:
             if options["as_json"]:
-                self.stdout.write(json.dumps(outcome.to_dict(), indent=2, sort_keys=True))
+                shown = {**outcome.to_dict(), "status": http_status(outcome)}
+                self.stdout.write(json.dumps(shown, indent=2, sort_keys=True))
             details = "".join(f"\n  - {p['message']}" for p in outcome.problems)
-            raise CommandError(f"HTTP {outcome.status} {outcome.code}: {outcome.message}{details}")
+            status = http_status(outcome)
+            raise CommandError(f"HTTP {status} {outcome.code}: {outcome.message}{details}")
         run = self._follow(outcome.decision, options["mode"], options["timeout"])
         if options["as_json"]:
-            shown = {**outcome.to_dict(), "run": None if run is None else run_outcome(run)}
+            shown = {
+                **outcome.to_dict(),
+                "status": http_status(outcome),
+                "run": None if run is None else run_outcome(run),
+            }
             self.stdout.write(json.dumps(shown, indent=2, sort_keys=True))
         else:
             self.stdout.write(f"{outcome.message} Item #{item.pk}.")
