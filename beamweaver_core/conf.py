@@ -46,6 +46,9 @@ DEFAULTS: dict[str, Any] = {
     "LOGIN_LOCKOUT": "5/900",
     "RATE_RESETS": "10/3600",
     "RATE_RESET_MAILS": "3/3600",
+    # How long a streamed HTTP response may wait for a client that takes nothing before
+    # the server drops it (`beamweaver_core.backpressure`).
+    "SEND_STALL_SECONDS": 60.0,
 }
 
 
@@ -135,6 +138,10 @@ class Conf:
     @property
     def lg_stream_max_bytes(self) -> int:
         return int(value("LG_STREAM_MAX_BYTES"))
+
+    @property
+    def send_stall_seconds(self) -> float:
+        return float(value("SEND_STALL_SECONDS"))
 
     @property
     def graphs(self) -> Any:

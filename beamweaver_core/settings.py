@@ -319,6 +319,9 @@ BEAMWEAVER: dict[str, Any] = {
     "METRICS_ACCESS": os.environ.get("BEAMWEAVER_METRICS_ACCESS", "private"),
     "METRICS_TOKEN": os.environ.get("BEAMWEAVER_METRICS_TOKEN", ""),
     "TRACE_TOOL_ARGUMENTS": _env_bool("BEAMWEAVER_TRACE_TOOL_ARGUMENTS", False),
+    # A streamed response whose client takes nothing for this long is dropped
+    # (beamweaver_core.backpressure).
+    "SEND_STALL_SECONDS": float(os.environ.get("BEAMWEAVER_SEND_STALL_SECONDS", "60")),
     # The LangGraph Platform protocol under /lg (docs/protocol.md). Streams and waits read
     # Postgres on every hint and at least every LG_POLL_SECONDS (LG_FALLBACK_POLL_SECONDS
     # when the channel layer is down); a stream of a running run ends after

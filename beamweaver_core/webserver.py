@@ -5,7 +5,10 @@ production, run `collectstatic` and let the proxy serve `STATIC_ROOT`). Client w
 messages are limited to `BEAMWEAVER["WEBSOCKET_MAX_MESSAGE"]` (`beamweaver_core.conf`).
 It serves the project's `ASGI_APPLICATION` (a host project's own, too). The access log
 (`beamweaver_core.access`) is written by `observability.asgi.RequestContext`, with each
-request's id and its secret query parameters withheld.
+request's id and its secret query parameters withheld. Streamed responses wait for their
+client (`beamweaver_core.backpressure`): a client that reads slowly or not at all holds
+a bounded amount of the server's memory, and one that takes nothing for
+`BEAMWEAVER["SEND_STALL_SECONDS"]` is dropped.
 """
 
 from __future__ import annotations
@@ -20,16 +23,18 @@ def serve(host: str, port: int, *, ready: Callable[[], None] | None = None) -> N
     """Run daphne on `host:port` until interrupted (SIGINT/SIGTERM)."""
     from channels.routing import get_default_application
     from daphne.endpoints import build_endpoint_description_strings
-    from daphne.server import Server
     from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
+
+    from beamweaver_core.backpressure import BackpressureServer
 
     # The handler wraps any ASGI application (Django's own code passes it a router too);
     # django-stubs types its argument as Django's `ASGIHandler` only.
     router = get_default_application()
     static = ASGIStaticFilesHandler(router)  # type: ignore[arg-type]
     application = RequestContext(static, access_log=True)
-    Server(
+    BackpressureServer(
         application=application,
+        stall_seconds=conf.send_stall_seconds,
         endpoints=build_endpoint_description_strings(host=host, port=port),
         signal_handlers=True,
         websocket_max_message_size=conf.websocket_max_message,

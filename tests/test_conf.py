@@ -25,6 +25,7 @@ def test_a_host_project_without_the_key_gets_the_one_default() -> None:
         assert conf.base_url == "http://localhost:8000"
         assert conf.lg_poll_seconds(live=False) == 0.5
         assert conf.lg_stream_max_bytes == 4 * 1024 * 1024
+        assert conf.send_stall_seconds == 60.0
         assert conf.review_sweep_seconds == 10.0
         assert (conf.notify_max_attempts, conf.notify_backoff_seconds) == (8, 30.0)
         assert conf.graphs == {} and conf.mcp_servers == {}

@@ -203,13 +203,22 @@ def _answer(
         )
     if lookup.busy(thread):
         raise ProtocolError(409, "The thread is running; resume it once it has paused.")
-    outcome = answers().answer(AnswerRequest(user=user, thread_id=thread.id, answers=chosen))
-    if outcome.code not in (ACCEPTED, APPROVAL_RECORDED) or outcome.run_id is None:
+    # The resume run's protocol record commits with the decision: workers are woken when
+    # the decision commits, and a later insert referencing the run would hold its row
+    # (`FOR KEY SHARE`) while a woken worker's claim skips locked runs, leaving the run
+    # to the next poll. Nothing raises inside: a refusal keeps what the service stored.
+    run = None
+    with transaction.atomic():
+        outcome = answers().answer(AnswerRequest(user=user, thread_id=thread.id, answers=chosen))
+        if outcome.code in (ACCEPTED, APPROVAL_RECORDED) and outcome.run_id is not None:
+            run = Run.objects.get(id=outcome.run_id)
+            # A run that an earlier answer of the thread queued keeps its record.
+            ProtocolRun.objects.bulk_create(
+                [ProtocolRun(run=run, **_record(graph, body, webhook, stateless=False))],
+                ignore_conflicts=True,
+            )
+    if run is None:
         raise _refusal(outcome)
-    run = Run.objects.get(id=outcome.run_id)
-    ProtocolRun.objects.get_or_create(
-        run=run, defaults=_record(graph, body, webhook, stateless=False)
-    )
     return run
 
 

@@ -131,10 +131,15 @@ def cancel_many(request: HttpRequest, user: Any) -> HttpResponse:
 # -- async: waits and streams -------------------------------------------------------
 
 
-async def wait(request: HttpRequest, user: Any, thread_id: str | None = None) -> HttpResponseBase:
+def _launched(request: HttpRequest, user: Any, thread_id: str | None) -> tuple[dict[str, Any], Run]:
+    """The request's run body and the run it started (one trip to a database thread)."""
     schema = "RunCreateStateless" if thread_id is None else "RunCreateStateful"
-    body = await in_thread(json_body)(request, schema)
-    run = await in_thread(launch)(user, thread_id, body)
+    body = json_body(request, schema)
+    return body, launch(user, thread_id, body)
+
+
+async def wait(request: HttpRequest, user: Any, thread_id: str | None = None) -> HttpResponseBase:
+    body, run = await in_thread(_launched)(request, user, thread_id)
     leaving = body.get("on_disconnect") == "cancel"
     response = StreamingHttpResponse(
         result_body(run, cancel_on_disconnect=leaving, user=user), content_type="application/json"

@@ -6,15 +6,14 @@ when a worker dies and another takes the run over). Hints from the channel layer
 say when to read again; without them (Redis down) the stream polls. Live model deltas
 are sent between stored events, without ids.
 
-Memory is bounded: frames are produced one batch of stored events at a time, a batch
-never much more than the bytes the stream may still send; the hint buffer is the layer's
-own (bounded); and a stream of a run still running ends once it has sent
-`LG_STREAM_MAX_BYTES` (the SDKs reconnect with `Last-Event-ID` to the `Location` the
-response names), even in the middle of a backlog of stored events. The server (daphne)
-buffers what a client does not read, so a client that never reads the stream of a
-running run holds at most about that much (plus one stored event). A finished run's
-stream is sent whole (the SDKs do not reconnect to a finished run's stream), so there it
-is bounded by the run's stored events.
+Memory is bounded per stream whatever the client does: the web server's `send` waits
+for a client that does not take what it is sent (`beamweaver_core.backpressure`, which
+drops one that takes nothing for `SEND_STALL_SECONDS`), and the stream encodes at most
+`WINDOW_BYTES` (plus one stored event) ahead of it, reading its backlog by size
+(`protocol.backlog`); the hint buffer is the layer's own (bounded). A stream of a run
+still running also ends once it has sent `LG_STREAM_MAX_BYTES` (the SDKs reconnect with
+`Last-Event-ID` to the `Location` the response names); a finished run's stream is sent
+whole (the SDKs do not reconnect to a finished run's stream).
 """
 
 from __future__ import annotations
@@ -26,7 +25,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from beamweaver_core.conf import conf
-from beamweaver_core.models import Run, RunEvent
+from beamweaver_core.models import Run
+from beamweaver_core.protocol.backlog import next_events
 from beamweaver_core.protocol.db import in_thread
 from beamweaver_core.protocol.errors import ProtocolError
 from beamweaver_core.protocol.hints import Hints
@@ -41,6 +41,10 @@ TERMINAL = frozenset(
     {Run.Status.INTERRUPTED, Run.Status.SUCCEEDED, Run.Status.FAILED, Run.Status.CANCELLED}
 )
 BATCH = 100
+WINDOW_BYTES = 256 * 1024
+"""The most a stream encodes ahead of what it has sent (plus one stored event): daphne's
+`send` waits for a client that reads slowly (`beamweaver_core.backpressure`), and the
+frames of the batch being sent wait with it."""
 HEARTBEAT_SECONDS = 5.0
 GAP_WAIT_SECONDS = 1.0
 """How long a stored step waits for the live model deltas before it (then sent without)."""
@@ -77,11 +81,10 @@ def _batch(
     after the event that takes them past `budget` bytes; the new cursor; and the seq of a
     stored event not sent yet because live-only events before it (model deltas) may
     still be on their way (`Deltas.missing`)."""
-    rows = RunEvent.objects.filter(run_id=translator.run.id)
-    rows = rows.filter(seq__gte=cursor) if skip >= 0 else rows.filter(seq__gt=cursor)
+    first = cursor if skip >= 0 else cursor + 1
     out: list[bytes] = []
     size = 0
-    for row in rows.order_by("seq")[:BATCH]:
+    for row in next_events(translator.run.id, first, BATCH, budget):
         if translator.deltas.missing(cursor, row.seq):
             return out, cursor, row.seq
         for index, (event, data) in enumerate(translator.stored(row)):
@@ -154,7 +157,10 @@ async def _produce(
         if request.after is None:
             yield encode("metadata", {"run_id": str(run.id), "attempt": max(run.attempts, 1)})
         while True:
-            found, cursor, gap = await batch(translator, cursor, skip, limit - sent)
+            read_from = cursor  # rows may give no frame in the modes asked: "read" is cursor
+            found, cursor, gap = await batch(
+                translator, cursor, skip, min(limit - sent, WINDOW_BYTES)
+            )
             skip = -1
             for chunk in found:
                 sent += len(chunk)
@@ -174,16 +180,19 @@ async def _produce(
                     yield chunk
                 continue
             gap_since = None
-            if found:
+            if found or cursor != read_from:
                 idle_since = time.monotonic()
                 continue
             current = await status(run.id)
             if current is None or current in TERMINAL:
-                found, cursor, gap = await batch(translator, cursor, -1, limit - sent)
+                read_from = cursor
+                found, cursor, gap = await batch(
+                    translator, cursor, -1, min(limit - sent, WINDOW_BYTES)
+                )
                 for chunk in found:
                     sent += len(chunk)
                     yield chunk
-                if not found and gap is None:
+                if cursor == read_from and gap is None:
                     yield encode("end", None)
                     yield _DONE
                     return

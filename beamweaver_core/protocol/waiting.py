@@ -1,10 +1,17 @@
 """Waiting for a run to stop (pause or end), for `runs.wait` and `runs.join`: the run's
-row in Postgres, read again on every hint and at least every poll interval."""
+row in Postgres, read again on every hint that may mean a new status and at least every
+poll interval.
+
+A run's progress hints (`run.event`, pushed live for every event, `run.stored`, and
+`run.status` "running") do not mean it stopped: the worker records the outcome in its own
+transaction and says so with `run.status` once it commits (a cancel too). Every other
+hint, and a poll interval without one, reads the row again."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -16,11 +23,30 @@ from beamweaver_core.protocol.outcome import result
 from beamweaver_core.protocol.stream import TERMINAL, cancel_quietly
 
 KEEPALIVE_SECONDS = 5.0
+PROGRESS_HINTS = frozenset({"run.event", "run.stored"})
+"""Hints that a run moved on without stopping."""
+
+
+def _may_have_stopped(hint: dict[str, Any]) -> bool:
+    kind = hint.get("type")
+    if kind == "run.status":
+        return hint.get("status") != Run.Status.RUNNING
+    return kind not in PROGRESS_HINTS
 
 
 def _run(run_id: Any) -> Run | None:
     found: Run | None = Run.objects.filter(id=run_id).first()
     return found
+
+
+async def _next_status_hint(hints: Hints) -> None:
+    """Until a hint that the run may have stopped, or the poll interval has passed."""
+    poll = conf.lg_poll_seconds(live=hints.live)
+    deadline = time.monotonic() + poll
+    while True:
+        found = await hints.wait(max(0.0, deadline - time.monotonic()))
+        if not found or any(_may_have_stopped(h) for h in found):
+            return
 
 
 async def until_stopped(run: Run) -> Run | None:
@@ -32,7 +58,7 @@ async def until_stopped(run: Run) -> Run | None:
             current = await load(run.id)
             if current is None or current.status in TERMINAL:
                 return current
-            await hints.wait(conf.lg_poll_seconds(live=hints.live))
+            await _next_status_hint(hints)
 
 
 async def result_body(

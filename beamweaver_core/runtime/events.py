@@ -153,6 +153,15 @@ class RunRecorder:
         transaction.on_commit(lambda: group_send(self._group, hint))
 
 
+def announce_status(thread_id: str, run_id: str, status: str) -> None:
+    """Hint the thread's group that the run's status is now `status` (sent at once: call
+    it after the change commits). Waiters for a run's end read the row on this hint."""
+    group_send(
+        thread_group(thread_id),
+        {"type": "run.status", "thread_id": thread_id, "run_id": run_id, "status": str(status)},
+    )
+
+
 def last_stored_seq(run_id: str, using: str = "default") -> int:
     """The highest sequence number of the run's stored events (0 without any)."""
     from beamweaver_core.models import RunEvent
@@ -167,4 +176,11 @@ def _json(data: Any) -> str:
     return json.dumps(data, ensure_ascii=False, default=repr)
 
 
-__all__ = ["LIVE_ONLY", "RunRecorder", "envelope_record", "last_stored_seq", "to_display"]
+__all__ = [
+    "LIVE_ONLY",
+    "RunRecorder",
+    "announce_status",
+    "envelope_record",
+    "last_stored_seq",
+    "to_display",
+]

@@ -28,9 +28,12 @@ from beamweaver_core.redaction import redact_text
 from beamweaver_core.runtime import options as run_options
 from beamweaver_core.runtime import registry
 from beamweaver_core.runtime.async_tasks import DurableAsyncTasks
-from beamweaver_core.runtime.events import RunRecorder, last_stored_seq, to_display
-from beamweaver_core.runtime.groups import thread_group
-from beamweaver_core.runtime.publish import group_send
+from beamweaver_core.runtime.events import (
+    RunRecorder,
+    announce_status,
+    last_stored_seq,
+    to_display,
+)
 from beamweaver_core.runtime.queue import Claim, finish_run, promote_waiting
 from beamweaver_core.runtime.signals import run_finished, run_paused
 from beamweaver_core.runtime.tool_ledger import PostgresToolLedger
@@ -67,10 +70,7 @@ def _execute(claim: Claim, using: str) -> str:
     )
     config: dict[str, Any] = {"configurable": {"thread_id": claim.thread_id}, "run_id": run_id}
     # The claim marked the thread running (in its own statement).
-    group_send(
-        thread_group(claim.thread_id),
-        {"type": "run.status", "thread_id": claim.thread_id, "run_id": run_id, "status": "running"},
-    )
+    announce_status(claim.thread_id, run_id, Run.Status.RUNNING)
     error = ""
     result: RunResult | None = None
     options = claim.options
@@ -177,15 +177,7 @@ def _record(
             run_finished.send(sender=Run, run=run)
         # The update above holds the thread's row lock: the next waiting run is queued once.
         promote_waiting(claim.thread_id, using)
-    group_send(
-        thread_group(claim.thread_id),
-        {
-            "type": "run.status",
-            "thread_id": claim.thread_id,
-            "run_id": str(claim.run_id),
-            "status": status,
-        },
-    )
+    announce_status(claim.thread_id, str(claim.run_id), status)
     return str(status)
 
 

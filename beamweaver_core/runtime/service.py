@@ -24,6 +24,7 @@ from beamweaver_core.observability.runs import queued_context
 from beamweaver_core.runtime import options as run_options
 from beamweaver_core.runtime import registry, thread_ids
 from beamweaver_core.runtime.context import run_context
+from beamweaver_core.runtime.events import announce_status
 from beamweaver_core.runtime.queue import promote_waiting
 from beamweaver_core.runtime.signals import run_finished
 from beamweaver_core.runtime.wakeup import notify_run_queued
@@ -275,6 +276,8 @@ def cancel_run(run_id: Any, *, user: Any = None) -> Run:
 
 
 def _mark_cancelled(run: Run, user: Any) -> None:
+    thread_id, run_id = run.thread_id, str(run.id)
+    transaction.on_commit(lambda: announce_status(thread_id, run_id, Run.Status.CANCELLED))
     run.status = Run.Status.CANCELLED
     run.finished_at = timezone.now()
     who = user.get_username() if getattr(user, "pk", None) is not None else ""

@@ -83,9 +83,11 @@ class LiveServer:
         *,
         workers: int = 1,
         graphs: dict[str, str] | None = None,
+        env: dict[str, str] | None = None,
     ) -> None:
         """`workers`: how many worker processes `start()` runs in `redis` mode (0: none;
-        start them with `spawn_worker`); `graphs`: more graphs to register."""
+        start them with `spawn_worker`); `graphs`: more graphs to register; `env`: more
+        variables for every process (settings a workload changes from the defaults)."""
         if mode not in MODES:
             raise ValueError(f"unknown server mode {mode!r}; use one of {MODES}")
         self.mode = mode
@@ -95,6 +97,7 @@ class LiveServer:
         self.log_dir = log_dir
         self.env = {**os.environ, **server_env(database_url, graphs), "PYTHONPATH": str(ROOT)}
         self.env.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+        self.env.update(env or {})
         if mode == "single":
             self.env.pop("REDIS_URL", None)
             self.env["BEAMWEAVER_WORKER_MODE"] = "inline"

@@ -10,11 +10,13 @@ are committed, so the server sees them.
 from __future__ import annotations
 
 import json
+import subprocess
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from django.contrib.auth.models import Permission, User
+from django.test import Client
 
 from reviews.models import ApiToken
 from tests.protocol.graphs import PROTOCOL_GRAPHS
@@ -62,3 +64,36 @@ def alice_token(transactional_db: Any) -> str:
 @pytest.fixture
 def bob_token(transactional_db: Any) -> str:
     return token_for(api_user("bob"))
+
+
+@pytest.fixture
+def processes() -> Iterator[list[subprocess.Popen[Any]]]:
+    """Child processes a test starts; killed at its end."""
+    started: list[subprocess.Popen[Any]] = []
+    yield started
+    for proc in started:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(10)
+
+
+@pytest.fixture
+def protocol_graphs(settings: Any) -> None:
+    """The protocol test graphs registered in this process (for tests that serve `/lg`
+    through Django's test client and execute runs here, without a live server)."""
+    settings.BEAMWEAVER = {
+        **settings.BEAMWEAVER,
+        "GRAPHS": {**settings.BEAMWEAVER["GRAPHS"], **PROTOCOL_GRAPHS},
+    }
+
+
+def client_of(username: str) -> Client:
+    """A test client calling `/lg` with a new token of a new reviewer."""
+    return Client(HTTP_X_API_KEY=token_for(api_user(username)))
+
+
+def post(client: Client, path: str, body: dict[str, Any]) -> dict[str, Any]:
+    """POST `body` to `/lg<path>`; its JSON answer (200 expected)."""
+    response = client.post(f"/lg{path}", body, content_type="application/json")
+    assert response.status_code == 200, response.content
+    return dict(response.json())

@@ -9,8 +9,9 @@ from typing import Any
 from beamweaver_core.graph import START, Graph
 
 FAULT_GRAPHS = {"bulky": "tests.protocol.fault_graphs:bulky"}
-BLOB_BYTES = 400_000
-BULKY_STEPS = 20
+BLOB_BYTES = 100_000
+BULKY_STEPS = 100
+RECURSION_LIMIT = BULKY_STEPS + 10
 
 
 def _blob(i: int) -> Any:
@@ -37,7 +38,7 @@ def _build() -> Any:
     return builder.compile()
 
 
-# Twenty steps (below the default recursion limit), each with a 400 KB value in its
-# state (its `values` stream is ~8 MB), then one that waits `BEAMWEAVER_TEST_LINGER_SECONDS`
-# (the run is still running, with all that stored).
+# A hundred steps (run with `recursion_limit=RECURSION_LIMIT`), each with a 100 KB value
+# in its state (its `values` stream is ~10 MB), then one that waits
+# `BEAMWEAVER_TEST_LINGER_SECONDS` (the run is still running, with all that stored).
 bulky = _build()

@@ -59,17 +59,6 @@ def worker_env(shared: dict[str, str], **extra: str) -> dict[str, str]:
     return child_env(**shared, **FAST, BEAMWEAVER_LOG_LEVEL="WARNING", **extra)
 
 
-@pytest.fixture
-def processes() -> Iterator[list[subprocess.Popen[Any]]]:
-    """Child processes a test starts; killed at its end."""
-    started: list[subprocess.Popen[Any]] = []
-    yield started
-    for proc in started:
-        if proc.poll() is None:
-            proc.kill()
-        proc.wait(10)
-
-
 def ledger_lines(path: Path) -> list[str]:
     return path.read_text().splitlines() if path.exists() else []
 

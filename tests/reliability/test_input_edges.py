@@ -121,7 +121,7 @@ def test_an_attempt_on_a_hidden_item_is_audited_for_those_who_may_see_it(
 
     assert response.status_code == 404
     attempt = AuditEvent.objects.get(client_decision_id="probe-1")
-    assert attempt.item_id == finance_item.pk and attempt.status_code == 404
+    assert attempt.item_id == finance_item.pk and attempt.outcome == "not_found"
     readers = {
         user.username: visible_audit(user, AuditEvent.objects.filter(pk=attempt.pk)).exists()
         for user in (mallory, bob, carol, boss)
