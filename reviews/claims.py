@@ -28,8 +28,19 @@ def _locked(item_id: int, user: User) -> ReviewItem | None:
     return item
 
 
-def _gone(item: ReviewItem) -> Outcome:
-    return Outcome(Code.GONE, f"This item is {item.status}; nothing to claim.", item)
+def _locked_pending(item_id: int, user: User) -> ReviewItem | Outcome:
+    """The item, locked for a change by `user`; or the outcome that ends the change: no
+    such item (or one they may not see), or one no longer pending."""
+    item = _locked(item_id, user)
+    if item is None:
+        return Outcome(Code.NOT_FOUND, "No such review item.")
+    if not item.is_pending:
+        return Outcome(Code.GONE, f"This item is {item.status}; nothing to claim.", item)
+    return item
+
+
+def _holder(item: ReviewItem, unknown: str = "another reviewer") -> str:
+    return item.claimed_by.get_username() if item.claimed_by else unknown
 
 
 def _record(item: ReviewItem, user: User, action: str, message: str) -> None:
@@ -40,11 +51,9 @@ def _record(item: ReviewItem, user: User, action: str, message: str) -> None:
 def claim(item_id: int, user: User) -> Outcome:
     """Claim the item for `user` (a no-op if they hold it already)."""
     with transaction.atomic():
-        item = _locked(item_id, user)
-        if item is None:
-            return Outcome(Code.NOT_FOUND, "No such review item.")
-        if not item.is_pending:
-            return _gone(item)
+        item = _locked_pending(item_id, user)
+        if isinstance(item, Outcome):
+            return item
         if not is_decider(user, item):
             return Outcome(
                 Code.NOT_ALLOWED, "The review policy does not let you decide this item.", item
@@ -59,7 +68,7 @@ def claim(item_id: int, user: User) -> Outcome:
         if item.claimed_by_id == user.pk:
             return Outcome(Code.CLAIM_TAKEN, "You hold this item already.", item)
         if item.claimed_by_id is not None:
-            holder = item.claimed_by.get_username() if item.claimed_by else "another reviewer"
+            holder = _holder(item)
             return Outcome(Code.CLAIMED, f"{holder} claimed this item first.", item)
         item.claimed_by, item.claimed_at = user, timezone.now()
         item.save(update_fields=["claimed_by", "claimed_at", "updated_at"])
@@ -70,19 +79,17 @@ def claim(item_id: int, user: User) -> Outcome:
 def unclaim(item_id: int, user: User) -> Outcome:
     """Release the claim (its holder, or a manager)."""
     with transaction.atomic():
-        item = _locked(item_id, user)
-        if item is None:
-            return Outcome(Code.NOT_FOUND, "No such review item.")
-        if not item.is_pending:
-            return _gone(item)
+        item = _locked_pending(item_id, user)
+        if isinstance(item, Outcome):
+            return item
         if item.claimed_by_id is None:
             return Outcome(Code.UNCLAIMED, "Nobody holds this item.", item)
         if item.claimed_by_id != user.pk and not can_manage(user):
-            holder = item.claimed_by.get_username() if item.claimed_by else "another reviewer"
+            holder = _holder(item)
             return Outcome(
                 Code.NOT_ALLOWED, f"Only {holder} or a manager can release this claim.", item
             )
-        holder = item.claimed_by.get_username() if item.claimed_by else "?"
+        holder = _holder(item, "?")
         item.claimed_by, item.claimed_at = None, None
         item.save(update_fields=["claimed_by", "claimed_at", "updated_at"])
         _record(item, user, AuditEvent.Action.UNCLAIMED, f"Released the claim of {holder}.")
@@ -93,11 +100,9 @@ def reassign(item_id: int, user: User, username: str) -> Outcome:
     """Assign the item to another reviewer (a manager, or its current holder handing it
     over); they hold it at once, unless it needs several approvals."""
     with transaction.atomic():
-        item = _locked(item_id, user)
-        if item is None:
-            return Outcome(Code.NOT_FOUND, "No such review item.")
-        if not item.is_pending:
-            return _gone(item)
+        item = _locked_pending(item_id, user)
+        if isinstance(item, Outcome):
+            return item
         holder = item.claimed_by_id or item.assignee_id
         if not can_manage(user) and holder != user.pk:
             return Outcome(

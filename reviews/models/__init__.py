@@ -1,10 +1,11 @@
-"""The review app's models, one module per concern: items with their approvals, decisions,
-presence and audit (`items`), review policies (`policies`), API tokens (`tokens`), and
-notifications (`notifications`)."""
+"""The review app's models, one module per concern: items with their approvals, decisions
+and presence (`items`), the audit log (`audit`), review policies (`policies`), API tokens
+(`tokens`), and notifications (`notifications`)."""
 
 from __future__ import annotations
 
-from reviews.models.items import Approval, AuditEvent, Decision, ReviewItem, ReviewPresence
+from reviews.models.audit import AuditEvent
+from reviews.models.items import Approval, Decision, ReviewItem, ReviewPresence
 from reviews.models.notifications import (
     NotificationEvent,
     NotificationPreference,

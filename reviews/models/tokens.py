@@ -42,7 +42,7 @@ def _issuer(by: User | None, source: str) -> str:
 
 def _audit(token: ApiToken, action: str, by: User | None, source: str) -> None:
     """An audit event (no item) naming the token, its user and who acted."""
-    from reviews.models.items import AuditEvent
+    from reviews.models.audit import AuditEvent
 
     verb = "issued for" if action == "token_issued" else "of"
     message = (
