@@ -11,12 +11,14 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django_htmx.http import HttpResponseClientRedirect
 
+from reviews.live_check import prime_permissions
 from reviews.roles import can_review
 
 
 def reviewer_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
     """Log in first (an htmx request is sent to the login page as a whole page, never
-    swapped into a fragment), then require the reviewer permission (403 page)."""
+    swapped into a fragment), then require the reviewer permission (403 page). The user's
+    permissions and groups are read in one statement (`prime_permissions`)."""
 
     @functools.wraps(view)
     def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
@@ -26,6 +28,7 @@ def reviewer_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpRe
                 current = request.htmx.current_url_abs_path or request.get_full_path()
                 return HttpResponseClientRedirect(redirect_to_login(current)["Location"])
             return login
+        prime_permissions(request.user)
         if not can_review(request.user):
             return render(request, "reviews/forbidden.html", status=403)
         return view(request, *args, **kwargs)

@@ -51,9 +51,8 @@ def inbox_context(items: QuerySet[ReviewItem], query: inbox.InboxQuery) -> dict[
 
 def inbox_counts_context(items: QuerySet[ReviewItem], query: inbox.InboxQuery) -> dict[str, Any]:
     """What the inbox's counts and pager show (a live push re-renders only those): the
-    page of `query` (its rows unread) and the counts."""
-    page = inbox.page(items, query)
-    counts = inbox.counts(items)
+    page of `query` (its rows read when used) and the counts, counted in one statement."""
+    page, counts = inbox.listing(items, query)
     return {
         "query": query,
         "page": page,

@@ -12,7 +12,8 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
-from django.db.models import Q, QuerySet
+from django.contrib.postgres.expressions import ArraySubquery
+from django.db.models import BooleanField, Exists, ExpressionWrapper, OuterRef, Q, QuerySet
 
 REVIEW_PERMISSION = "reviews.review"
 MANAGE_PERMISSION = "reviews.manage"
@@ -41,11 +42,12 @@ def can_reveal(user: Any) -> bool:
 
 
 def group_ids(user: Any) -> list[int]:
-    """The ids of the user's groups (read once per user object; prefetched groups are
-    used as they are)."""
+    """The ids of the user's groups (read once per user object; those `reviewers()` read
+    and prefetched groups are used as they are)."""
     cached = getattr(user, "_bw_group_ids", None)
     if cached is None:
-        cached = sorted(group.pk for group in user.groups.all())
+        read = getattr(user, "bw_groups", None)  # a user of `reviewers()`
+        cached = sorted(read if read is not None else (group.pk for group in user.groups.all()))
         user._bw_group_ids = cached
     return list(cached)
 
@@ -76,19 +78,43 @@ def visible_items(user: Any, items: QuerySet[Any]) -> QuerySet[Any]:
     return items.filter(decider_filter(user))
 
 
-def _holders(permission: str) -> QuerySet[Any]:
+def _holds(permission: str) -> Q:
+    """The users holding `permission` (directly, through a group, or as superusers), as
+    a condition on the user row: EXISTS, so that no join multiplies the users."""
     app, codename = permission.split(".")
     ids = Permission.objects.filter(content_type__app_label=app, codename=codename)
-    users = get_user_model().objects.filter(is_active=True)
-    return users.filter(
-        Q(is_superuser=True) | Q(user_permissions__in=ids) | Q(groups__permissions__in=ids)
-    ).distinct()
+    model = get_user_model()
+    direct = model._meta.get_field("user_permissions")
+    membership = model._meta.get_field("groups")
+    own = direct.remote_field.through.objects.filter(  # type: ignore[union-attr]
+        **{f"{direct.m2m_field_name()}_id": OuterRef("pk")},  # type: ignore[union-attr]
+        permission__in=ids,
+    )
+    through_groups = membership.remote_field.through.objects.filter(  # type: ignore[union-attr]
+        **{f"{membership.m2m_field_name()}_id": OuterRef("pk")},  # type: ignore[union-attr]
+        group__permissions__in=ids,
+    )
+    return Q(is_superuser=True) | Exists(own) | Exists(through_groups)
+
+
+def _holders(permission: str) -> QuerySet[Any]:
+    return get_user_model().objects.filter(Q(is_active=True) & _holds(permission))
 
 
 def reviewers() -> QuerySet[Any]:
     """Active users with the reviewer permission (directly, through a group, or as
-    superusers), their groups prefetched."""
-    return _holders(REVIEW_PERMISSION).prefetch_related("groups")
+    superusers), each with their group ids (`group_ids` asks nothing more) and whether
+    they manage (`bw_manager`), read in the same statement."""
+    model = get_user_model()
+    membership = model._meta.get_field("groups")
+    groups = membership.remote_field.through.objects.filter(  # type: ignore[union-attr]
+        **{f"{membership.m2m_field_name()}_id": OuterRef("pk")}  # type: ignore[union-attr]
+    )
+    group_id = f"{membership.m2m_reverse_field_name()}_id"  # type: ignore[union-attr]
+    return _holders(REVIEW_PERMISSION).annotate(
+        bw_groups=ArraySubquery(groups.order_by(group_id).values(group_id)),
+        bw_manager=ExpressionWrapper(_holds(MANAGE_PERMISSION), output_field=BooleanField()),
+    )
 
 
 def manager_ids() -> set[int]:

@@ -21,7 +21,7 @@ def item_url(item: ReviewItem) -> str:
 
 
 def audience(event: str, item: ReviewItem) -> list[Any]:
-    """The users an event concerns (each may see the item)."""
+    """The users an event concerns (each may see the item), read in one statement."""
     reviewers = list(permissions.reviewers().order_by("pk"))
     by_id = {u.pk: u for u in reviewers}
     named = [item.claimed_by_id, item.assignee_id]
@@ -36,10 +36,9 @@ def audience(event: str, item: ReviewItem) -> list[Any]:
     else:
         chosen = [u for u in reviewers if policy_allows(u, item)]
     unique = {u.pk: u for u in chosen if u is not None}
-    managers = permissions.manager_ids()
-    # Every user here is one of `reviewers()`: the policy decides, without asking each
-    # user's permissions again (two queries per reviewer per notification otherwise).
-    return [u for u in unique.values() if u.pk in managers or policy_allows(u, item)]
+    # Every user here is one of `reviewers()`, which read their groups and whether they
+    # manage: the policy decides, without asking each user's permissions again.
+    return [u for u in unique.values() if u.bw_manager or policy_allows(u, item)]
 
 
 def summary(event: str, item: ReviewItem) -> str:
