@@ -4,7 +4,7 @@ always show the same rows."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -15,6 +15,7 @@ from django.core.paginator import Page, Paginator
 from django.db import connections
 from django.db.models import Q, QuerySet
 
+from reviews import statements
 from reviews.models import ReviewItem
 
 PAGE_SIZE = 25
@@ -106,8 +107,8 @@ class CappedPaginator(Paginator):
         return int(self.__dict__["count"])
 
 
-ROW_RELATED = ("thread", "claimed_by", "assignee")
-"""What an inbox row shows besides the item's own columns."""
+ROW_RELATED = ("claimed_by", "assignee")
+"""What an inbox row shows besides the item's own columns (its thread only by id)."""
 
 
 class PageRows(Sequence[ReviewItem]):
@@ -136,24 +137,39 @@ class BoundedPaginator(CappedPaginator):
     """The inbox's: counted as `CappedPaginator`, and a page's ids read from the listing
     index before its rows (a deep page's OFFSET then skips index entries, not rows)."""
 
-    def __init__(self, matching: QuerySet[ReviewItem], number: int) -> None:
+    def __init__(
+        self, matching: QuerySet[ReviewItem], number: int, key: Hashable | None = None
+    ) -> None:
+        """`key`: everything `matching` depends on, for its page's ids to be read with a
+        statement compiled once per page (`reviews.statements`)."""
         super().__init__(matching, PAGE_SIZE, number)
+        self.key = key
 
     def page(self, number: Any) -> Page[ReviewItem]:
         number = self.validate_number(number)
         bottom = (number - 1) * self.per_page
-        ids = list(self.object_list.values_list("pk", flat=True)[bottom : bottom + self.per_page])
+        ids_of = self.object_list.values_list("pk", flat=True)[bottom : bottom + self.per_page]
+        key = None if self.key is None else ("page ids", self.key, bottom)
+        try:
+            statement = statements.compiled(key, ids_of.query.sql_with_params)
+        except EmptyResultSet:  # the user may see no item at all
+            ids = []
+        else:
+            ids = [pk for (pk,) in statements.fetch(ids_of.db, statement)]
         return self._get_page(PageRows(self.object_list, ids), number, self)
 
 
 def listing(
-    items: QuerySet[ReviewItem], query: InboxQuery
+    items: QuerySet[ReviewItem], query: InboxQuery, key: Hashable | None = None
 ) -> tuple[Page[ReviewItem], dict[str, int]]:
     """The page of matching items (the last page if the asked one is past the end; its
     rows, `PageRows`, read when used) and the `counts` of `items`, counted together in
-    one statement."""
-    paginator = BoundedPaginator(query.apply(items), query.page)
-    found = count_all({"page": paginator.counted(), **_status_counts(items)})
+    one statement. `key`: what `items` depends on (`roles.visibility`), for the two
+    statements to be compiled once (`reviews.statements`)."""
+    named = None if key is None else (key, query)
+    paginator = BoundedPaginator(query.apply(items), query.page, named)
+    counted = {"page": paginator.counted(), **_status_counts(items)}
+    found = count_all(counted, None if named is None else ("listing", named))
     paginator.found(found.pop("page"))
     return paginator.get_page(query.page), found
 
@@ -164,14 +180,23 @@ def page_ids(page: Page[ReviewItem]) -> list[int]:
     return list(rows.ids) if isinstance(rows, PageRows) else [item.pk for item in rows]
 
 
-def count_all(counted: Mapping[str, tuple[QuerySet[Any], int]]) -> dict[str, int]:
+def count_all(
+    counted: Mapping[str, tuple[QuerySet[Any], int]], key: Hashable | None = None
+) -> dict[str, int]:
     """Each queryset's rows counted up to its limit, all in one statement (a queryset
-    that can match nothing, e.g. `none()`, counts 0 without being asked)."""
+    that can match nothing, e.g. `none()`, counts 0 without being asked); compiled once
+    for `key` (`reviews.statements`)."""
+    if not counted:
+        return {}
+    database = next(iter(counted.values()))[0].db
+    (row,) = statements.fetch(database, statements.compiled(key, lambda: _counting(counted)))
+    return {name: int(n) for name, n in zip(counted, row, strict=True)}
+
+
+def _counting(counted: Mapping[str, tuple[QuerySet[Any], int]]) -> tuple[str, tuple[Any, ...]]:
     selects: list[str] = []
     params: list[Any] = []
-    database = "default"
     for index, (matching, limit) in enumerate(counted.values()):
-        database = matching.db
         try:
             sql, found = matching.order_by().values("pk")[:limit].query.sql_with_params()
         except EmptyResultSet:
@@ -179,12 +204,7 @@ def count_all(counted: Mapping[str, tuple[QuerySet[Any], int]]) -> dict[str, int
             continue
         selects.append(f"(SELECT count(*) FROM ({sql}) AS bw_counted_{index})")
         params.extend(found)
-    if not selects:
-        return {}
-    with connections[database].cursor() as cursor:
-        cursor.execute("SELECT " + ", ".join(selects), params)
-        row = cursor.fetchone()
-    return {name: int(n) for name, n in zip(counted, row, strict=True)}
+    return "SELECT " + ", ".join(selects), tuple(params)
 
 
 COUNT_CAP = 10_000

@@ -8,6 +8,8 @@ over review items' own columns. It imports no model of the inbox, so the models'
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Hashable
 from typing import Any
 
 from django.contrib.auth import get_user_model
@@ -78,6 +80,16 @@ def visible_items(user: Any, items: QuerySet[Any]) -> QuerySet[Any]:
     return items.filter(decider_filter(user))
 
 
+def visibility(user: Any) -> Hashable:
+    """Everything `visible_items` decides on, as a key (`reviews.statements`): nothing
+    without the permission, every item for a manager, else the user and their groups."""
+    if not can_review(user):
+        return ("nothing",)
+    if can_manage(user):
+        return ("every item",)
+    return ("deciders", user.pk, tuple(group_ids(user)))
+
+
 def _holds(permission: str) -> Q:
     """The users holding `permission` (directly, through a group, or as superusers), as
     a condition on the user row: EXISTS, so that no join multiplies the users."""
@@ -117,6 +129,18 @@ def reviewers() -> QuerySet[Any]:
     )
 
 
+def reviewer_list() -> list[Any]:
+    """`reviewers()` by id, as a list: their statement is compiled once per process (it
+    has no input; building and compiling its EXISTS cost more CPU than running it)."""
+    sql, params = _reviewers_sql(get_user_model().objects.db)
+    return list(get_user_model().objects.raw(sql, params))
+
+
+@functools.cache
+def _reviewers_sql(database: str) -> tuple[str, tuple[Any, ...]]:
+    return reviewers().using(database).order_by("pk").query.sql_with_params()
+
+
 def manager_ids() -> set[int]:
     """The ids of active users with the manager permission."""
     return set(_holders(MANAGE_PERMISSION).values_list("pk", flat=True))
@@ -132,6 +156,8 @@ __all__ = [
     "decider_filter",
     "group_ids",
     "manager_ids",
+    "reviewer_list",
     "reviewers",
+    "visibility",
     "visible_items",
 ]

@@ -12,6 +12,7 @@ from reviews.live.base import LiveConsumer, item_id_of
 from reviews.live.frames import into_list, split_frames
 from reviews.models import ReviewItem
 from reviews.permissions import can_manage, group_ids
+from reviews.roles import visibility
 
 
 def audience(user: Any) -> Hashable:
@@ -65,7 +66,7 @@ class InboxConsumer(LiveConsumer):
         `FRAME_BUDGET` bytes each: the counts, the page's ids and the rows of `batch` the
         user may see, three statements however many rows."""
         items = self._items()
-        context = partials.inbox_counts_context(items, self.query)
+        context = partials.inbox_counts_context(items, self.query, visibility(self.user))
         listed = set(inbox.page_ids(context["page"]))
         rows = items.select_related(*inbox.ROW_RELATED).in_bulk(list(batch))
         parts = [self._row_part(rows[item_id], listed) for item_id in batch if item_id in rows]

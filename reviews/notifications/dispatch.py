@@ -12,6 +12,7 @@ from reviews import permissions
 from reviews.models import NotificationEvent, ReviewItem
 from reviews.notifications import channels, outbox
 from reviews.permissions import policy_allows
+from reviews.roles import reviewer_list
 
 
 def item_url(item: ReviewItem) -> str:
@@ -22,7 +23,7 @@ def item_url(item: ReviewItem) -> str:
 
 def audience(event: str, item: ReviewItem) -> list[Any]:
     """The users an event concerns (each may see the item), read in one statement."""
-    reviewers = list(permissions.reviewers().order_by("pk"))
+    reviewers = reviewer_list()
     by_id = {u.pk: u for u in reviewers}
     named = [item.claimed_by_id, item.assignee_id]
     if event == NotificationEvent.ASSIGNED:

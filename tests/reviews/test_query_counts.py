@@ -31,6 +31,9 @@ INBOX_PUSH = 4
 """One socket's re-check; the page's size and the four capped counts (one statement);
 the page's ids; the rows of the push (the page's rows and the filter menus are not read
 for a push)."""
+INBOX_PAGE = 7
+"""Session, user, the permissions and groups (one statement); the page's size and the
+four capped counts (one statement); the page's ids, its rows; the filter menus."""
 DECISION_POST = 29
 """Session, user, the permissions and groups (one statement); the item and its
 visibility; the decision service (locking reads, the decision, the resume run, the item,
@@ -60,6 +63,14 @@ def test_an_interrupt_costs_a_bounded_number_of_queries(serving: Any) -> None:
     with at_most(INBOX_PUSH):
         (frames,) = render_round([(page, {item.pk: True})])
     assert f'id="item-row-{item.pk}"' in frames[0]
+
+
+def test_an_inbox_page_costs_a_bounded_number_of_queries(serving: Any) -> None:
+    _alice, client, at_most = serving
+    item = pause()
+    with at_most(INBOX_PAGE):
+        response = client.get("/")
+    assert f'id="item-row-{item.pk}"' in response.content.decode()
 
 
 def test_a_decision_post_costs_a_bounded_number_of_queries(serving: Any) -> None:
