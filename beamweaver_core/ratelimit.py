@@ -14,6 +14,10 @@
   clears the count. Every address may also POST login forms `RATE_LOGINS` times per window
   (default 30 per minute), whatever the usernames. The username is keyed by `account_key`,
   as Django's login form and user model see it, for the check and the count alike.
+- every password-change view (Django's `PasswordChangeView` and the admin's): a wrong old
+  password counts as a failed login of the session's user from that address, and a locked
+  out username may not change its password either (429), so a session left open cannot be
+  used to guess the password the lockout protects on the login views.
 - password-reset requests (`PasswordResetView`): `RATE_RESETS` per address (default 10 per
   hour) and `RATE_RESET_MAILS` per e-mail address (default 3 per hour, from any address),
   so nobody can flood a mailbox with reset mail.
@@ -28,6 +32,7 @@ real address through (e.g. daphne's `--proxy-headers`).
 from __future__ import annotations
 
 import hashlib
+import inspect
 import logging
 import math
 import time
@@ -39,10 +44,11 @@ from typing import Any
 from django.conf import settings
 from django.contrib.admin.sites import AdminSite
 from django.contrib.auth.signals import user_logged_in, user_login_failed
-from django.contrib.auth.views import LoginView, PasswordResetView
+from django.contrib.auth.views import LoginView, PasswordChangeView, PasswordResetView
 from django.core.cache import cache
 from django.dispatch import receiver
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.template.response import TemplateResponse
 
 logger = logging.getLogger(__name__)
 
@@ -199,13 +205,27 @@ def is_login_view(view: Any) -> bool:
     )
 
 
+def is_password_change_view(view: Any) -> bool:
+    """Whether `view` changes the session user's password after checking the old one: a
+    `PasswordChangeView` (or subclass), or an admin site's `password_change` (which the
+    site wraps in `admin_view`)."""
+    view_class = getattr(view, "view_class", None)
+    if isinstance(view_class, type) and issubclass(view_class, PasswordChangeView):
+        return True
+    site_view = inspect.unwrap(view)
+    return isinstance(getattr(site_view, "__self__", None), AdminSite) and (
+        getattr(site_view, "__name__", "") == "password_change"
+    )
+
+
 def is_reset_view(view: Any) -> bool:
     view_class = getattr(view, "view_class", None)
     return isinstance(view_class, type) and issubclass(view_class, PasswordResetView)
 
 
 class RateLimitMiddleware:
-    """Applies the limits above to the decision, login and password-reset views."""
+    """Applies the limits above to the decision, login, password-change and password-reset
+    views."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
@@ -230,6 +250,11 @@ class RateLimitMiddleware:
                 wait = locked_out(str(request.POST.get("username", "")), address)
             if wait is not None:
                 return too_many("Too many login attempts.", wait)
+        elif is_password_change_view(view) and request.user.is_authenticated:
+            wait = locked_out(request.user.get_username(), client_address(request))
+            if wait is not None:
+                return too_many("Too many wrong passwords.", wait)
+            request.META[_CHANGING] = True
         elif is_reset_view(view):
             wait = hit("reset", client_address(request), configured("RATE_RESETS"))
             if wait is None:
@@ -239,6 +264,18 @@ class RateLimitMiddleware:
                 return too_many("Too many password-reset requests.", wait)
         return None
 
+    def process_template_response(
+        self, request: HttpRequest, response: TemplateResponse
+    ) -> TemplateResponse:
+        """Count a password change refused for its old password (the view answers with its
+        form again; Django's form check sends no `user_login_failed`)."""
+        form = (response.context_data or {}).get("form") if request.META.get(_CHANGING) else None
+        if form is not None and "old_password" in getattr(form, "errors", {}):
+            record_failure(request.user.get_username(), client_address(request))
+        return response
+
+
+_CHANGING = "beamweaver.password_change"
 
 __all__ = [
     "DEFAULTS",
@@ -250,6 +287,7 @@ __all__ = [
     "configured",
     "hit",
     "is_login_view",
+    "is_password_change_view",
     "is_reset_view",
     "locked_out",
     "record_failure",

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import transaction
+from django.db.models import QuerySet
 
 from beamweaver_core.exceptions import BeamWeaverError
 from beamweaver_core.models import Run, Thread
@@ -53,6 +54,10 @@ def active_run(thread: Thread) -> Run | None:
     return Run.objects.filter(thread=thread, status__in=ACTIVE).order_by("-created_at").first()
 
 
+def _pending(run: Run) -> QuerySet[ReviewItem]:
+    return ReviewItem.objects.filter(thread_id=run.thread_id, status=ReviewItem.Status.PENDING)
+
+
 def cancel_refusal(user: Any, run: Run) -> Refusal | None:
     """Why `user` may not cancel `run` (`None`: they may); see the module's rule. The
     caller has checked that `user` sees the run's thread."""
@@ -63,10 +68,7 @@ def cancel_refusal(user: Any, run: Run) -> Refusal | None:
     requester = run.requester_id()
     if requester is not None and requester == user.pk:
         return None
-    pending = ReviewItem.objects.filter(
-        thread_id=run.thread_id, status=ReviewItem.Status.PENDING
-    ).select_related("claimed_by")
-    items = list(pending)
+    items = list(_pending(run).select_related("claimed_by"))
     if items and all(decision_refusal(user, item, executes=False) is None for item in items):
         return None
     return Refusal(403, "not_allowed", NOT_ALLOWED)
@@ -89,6 +91,9 @@ def cancel(user: Any, thread_id: str) -> CancelOutcome:
         run = found and Run.objects.select_for_update().filter(pk=found.pk).first()
         if run is None or run.status not in ACTIVE:
             return CancelOutcome(409, "no_active_run", "The thread has no active run to cancel.")
+        # Then the pending items' locks (a claim holds its item's lock until it commits), so
+        # a claim cannot land between the rule's check and the cancel that rejects the item.
+        list(_pending(run).select_for_update().values_list("pk", flat=True))
         refusal = cancel_refusal(user, run)
         if refusal is not None:
             return CancelOutcome(refusal.status, refusal.code, refusal.message, run)

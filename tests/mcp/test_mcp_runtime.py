@@ -6,6 +6,7 @@ edit that breaks it; a bad declaration is a system check error."""
 from __future__ import annotations
 
 import html as html_module
+import importlib.util
 import re
 import sys
 import time
@@ -161,3 +162,25 @@ def test_a_bad_mcp_declaration_is_a_system_check_error(settings: Any) -> None:
         "BEAMWEAVER['MCP_SERVERS']['shapes']['timeout'] must be a positive number of seconds, "
         "got 0.",
     ]
+
+
+def test_declaring_mcp_servers_without_the_mcp_sdk_is_a_system_check_error(
+    settings: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The `mcp` extra is optional: a project that declares servers without it is told at
+    `manage.py check`, not at the first run that needs a server."""
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "mcp" else find_spec(name, *a)
+    )
+    settings.BEAMWEAVER = {
+        **settings.BEAMWEAVER,
+        "MCP_SERVERS": {"mail": {"url": "http://127.0.0.1:1/mcp"}},
+    }
+
+    found = [e for e in checks.run_checks() if e.id.startswith("beamweaver.E03")]
+
+    assert [(e.id, e.hint) for e in found] == [("beamweaver.E031", "pip install 'beamweaver[mcp]'")]
+
+    settings.BEAMWEAVER = {**settings.BEAMWEAVER, "MCP_SERVERS": {}}
+    assert not [e for e in checks.run_checks() if e.id == "beamweaver.E031"]

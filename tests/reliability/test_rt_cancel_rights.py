@@ -11,10 +11,12 @@ half is `test_rt_admin_rights.py::test_cancelling_in_the_admin_needs_the_cancel_
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pytest
 from django.contrib.auth.models import Group, Permission, User
+from django.db import connections, transaction
 from django.test import Client
 
 from beamweaver_core.models import Run
@@ -217,3 +219,46 @@ def test_the_api_answers_404_for_a_hidden_thread_and_409_without_an_active_run(
 
     assert hidden.status_code == 404 and hidden.json()["code"] == "not_found"
     assert again.status_code == 409 and again.json()["code"] == "no_active_run"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_claim_landing_while_a_cancel_checks_is_seen_by_the_cancel(
+    people: dict[str, User],
+) -> None:
+    """A gap left by issue 13: the cancel read the pending items without locking them, so
+    carol's claim committing between dave's check and his cancel let dave cancel (reject)
+    the item carol held. A claim holds the item's row lock until it commits; here it is
+    held open while dave cancels, and his cancel must wait for it and then be refused."""
+    refund = pause(input=REFUND)
+    claimed, release = threading.Event(), threading.Event()
+    answers: list[int] = []
+
+    def carol_claims() -> None:
+        try:
+            with transaction.atomic():
+                assert claims.claim(refund.pk, people["carol"]).code == "claimed"
+                claimed.set()
+                release.wait(20)
+        finally:
+            connections.close_all()
+
+    def dave_cancels() -> None:
+        try:
+            answers.append(cancel_page(people["dave"], refund.thread_id).status_code)
+        finally:
+            connections.close_all()
+
+    claimer = threading.Thread(target=carol_claims)
+    claimer.start()
+    assert claimed.wait(20)
+    canceller = threading.Thread(target=dave_cancels)
+    canceller.start()
+    canceller.join(1.0)  # the fixed cancel waits here on the item's lock
+    release.set()
+    claimer.join(20)
+    canceller.join(20)
+
+    assert answers == [403]
+    item = ReviewItem.objects.get(pk=refund.pk)
+    assert (item.status, item.claimed_by_id) == ("pending", people["carol"].pk)
+    assert _status(refund) == "interrupted"

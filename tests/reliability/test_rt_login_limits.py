@@ -120,3 +120,54 @@ def test_a_right_password_still_logs_in_before_the_lockout() -> None:
 
     assert post("/accounts/login/", "carol", PASSWORD).status_code == 302
     assert post("/admin/login/", "carol", PASSWORD).status_code == 302
+
+
+PASSWORD_CHANGES = ["/accounts/password_change/", "/admin/password_change/"]
+
+
+def change_password(client: Client, url: str, old: str) -> Any:
+    new = "A-new-and-long-passphrase-9"
+    return client.post(url, {"old_password": old, "new_password1": new, "new_password2": new})
+
+
+@pytest.mark.parametrize("url", PASSWORD_CHANGES)
+def test_wrong_old_passwords_lock_the_password_change_and_the_logins(url: str) -> None:
+    """An open session was a way around the lockout: the password-change form checked the
+    old password as often as it was posted. Wrong old passwords now count as failed logins
+    of the session's user from that address."""
+    carol = make_reviewer("carol", is_staff=True)
+    client = Client()
+    client.force_login(carol)
+
+    statuses = [change_password(client, url, f"guess-{i}").status_code for i in range(5)]
+    right = change_password(client, url, PASSWORD)
+
+    assert statuses == [200] * 5  # the form again, with the old password's error
+    assert right.status_code == 429 and int(right["Retry-After"]) > 0
+    carol.refresh_from_db()
+    assert carol.check_password(PASSWORD)  # unchanged
+    assert post("/accounts/login/", "carol", PASSWORD).status_code == 429
+
+
+@pytest.mark.parametrize("url", PASSWORD_CHANGES)
+def test_failed_logins_lock_the_password_change(url: str) -> None:
+    carol = make_reviewer("carol", is_staff=True)
+    client = Client()
+    client.force_login(carol)
+    for i in range(5):
+        post("/accounts/login/", "carol", f"guess-{i}")
+
+    assert change_password(client, url, PASSWORD).status_code == 429
+
+
+@pytest.mark.parametrize("url", PASSWORD_CHANGES)
+def test_a_right_old_password_still_changes_it_before_the_lockout(url: str) -> None:
+    carol = make_reviewer("carol", is_staff=True)
+    client = Client()
+    client.force_login(carol)
+    for i in range(4):
+        change_password(client, url, f"guess-{i}")
+
+    assert change_password(client, url, PASSWORD).status_code == 302
+    carol.refresh_from_db()
+    assert carol.check_password("A-new-and-long-passphrase-9")
