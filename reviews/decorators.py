@@ -14,6 +14,7 @@ from django_htmx.http import HttpResponseClientRedirect
 from django_htmx.middleware import HtmxDetails
 
 from beamweaver_core.requests import AuthedRequest, is_authed
+from reviews.live_check import prime_permissions
 from reviews.roles import can_review
 
 _P = ParamSpec("_P")
@@ -23,7 +24,8 @@ def reviewer_required(
     view: Callable[Concatenate[AuthedRequest, _P], HttpResponseBase],
 ) -> Callable[Concatenate[HttpRequest, _P], HttpResponseBase]:
     """Log in first (an htmx request is sent to the login page as a whole page, never
-    swapped into a fragment), then require the reviewer permission (403 page)."""
+    swapped into a fragment), then require the reviewer permission (403 page). The user's
+    permissions and groups are read in one statement (`prime_permissions`)."""
 
     @functools.wraps(view)
     def wrapper(request: HttpRequest, /, *args: _P.args, **kwargs: _P.kwargs) -> HttpResponseBase:
@@ -34,6 +36,7 @@ def reviewer_required(
                 current = htmx.current_url_abs_path or request.get_full_path()
                 return HttpResponseClientRedirect(redirect_to_login(current)["Location"])
             return login
+        prime_permissions(request.user)
         if not can_review(request.user):
             return render(request, "reviews/forbidden.html", status=403)
         return view(request, *args, **kwargs)

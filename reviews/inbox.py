@@ -4,7 +4,7 @@ always show the same rows."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, TypeVar
@@ -15,6 +15,7 @@ from django.core.paginator import Page, Paginator
 from django.db import connections
 from django.db.models import Model, Q, QuerySet
 
+from reviews import statements
 from reviews.models import ReviewItem
 
 _M = TypeVar("_M", bound=Model)
@@ -94,42 +95,120 @@ class CappedPaginator(Paginator[_M]):
         self.limit = max(COUNT_CAP, (min(asked, 10_000) + 1) * per_page)
         self.capped = False
 
+    def counted(self) -> tuple[QuerySet[Any], int]:
+        """What `count` counts, and how far (for `count_all`)."""
+        return self.object_list, self.limit + 1
+
+    def found(self, found: int) -> None:
+        """Take `found` (rows counted by `counted()`) as the count, without asking."""
+        self.capped = found > self.limit
+        self.__dict__["count"] = min(found, self.limit)
+
     @cached_property
     def count(self) -> int:
-        found = self.object_list.order_by()[: self.limit + 1].count()
-        self.capped = found > self.limit
-        return min(found, self.limit)
+        matching, limit = self.counted()
+        self.found(matching.order_by()[:limit].count())
+        return int(self.__dict__["count"])
+
+
+ROW_RELATED = ("claimed_by", "assignee")
+"""What an inbox row shows besides the item's own columns (its thread only by id)."""
+
+
+class PageRows(Sequence[ReviewItem]):
+    """A page's rows, in the order of `ids`, read (in one statement) when first used: a
+    live push reads only the page's ids (which rows it lists) and the counts."""
+
+    def __init__(self, matching: QuerySet[ReviewItem], ids: list[int]) -> None:
+        self.matching = matching
+        self.ids = ids
+        self._rows: list[ReviewItem] | None = None
+
+    def _read(self) -> list[ReviewItem]:
+        if self._rows is None:
+            found = self.matching.select_related(*ROW_RELATED).in_bulk(self.ids)
+            self._rows = [found[pk] for pk in self.ids if pk in found]
+        return self._rows
+
+    def __len__(self) -> int:
+        return len(self._read())
+
+    def __getitem__(self, index: Any) -> Any:
+        return self._read()[index]
 
 
 class BoundedPaginator(CappedPaginator[ReviewItem]):
     """The inbox's: counted as `CappedPaginator`, and a page's ids read from the listing
     index before its rows (a deep page's OFFSET then skips index entries, not rows)."""
 
-    def __init__(self, matching: QuerySet[ReviewItem], number: int) -> None:
+    def __init__(
+        self, matching: QuerySet[ReviewItem], number: int, key: Hashable | None = None
+    ) -> None:
+        """`key`: everything `matching` depends on, for its page's ids to be read with a
+        statement compiled once per page (`reviews.statements`)."""
         super().__init__(matching, PAGE_SIZE, number)
+        self.key = key
 
     def page(self, number: int | str) -> Page[ReviewItem]:
         number = self.validate_number(number)
         bottom = (number - 1) * self.per_page
-        ids = list(self.object_list.values_list("pk", flat=True)[bottom : bottom + self.per_page])
-        rows = self.object_list.select_related("thread", "claimed_by", "assignee").in_bulk(ids)
-        return Page([rows[pk] for pk in ids if pk in rows], number, self)
+        ids_of = self.object_list.values_list("pk", flat=True)[bottom : bottom + self.per_page]
+        key = None if self.key is None else ("page ids", self.key, bottom)
+        try:
+            statement = statements.compiled(key, ids_of.query.sql_with_params)
+        except EmptyResultSet:  # the user may see no item at all
+            ids = []
+        else:
+            ids = [pk for (pk,) in statements.fetch(ids_of.db, statement)]
+        return Page(PageRows(self.object_list, ids), number, self)
 
 
-def page(items: QuerySet[ReviewItem], query: InboxQuery) -> Page[ReviewItem]:
-    """The page of matching items (the last page if the asked one is past the end)."""
-    return BoundedPaginator(query.apply(items), query.page).get_page(query.page)
+def listing(
+    items: QuerySet[ReviewItem], query: InboxQuery, key: Hashable | None = None
+) -> tuple[Page[ReviewItem], dict[str, int]]:
+    """The page of matching items (the last page if the asked one is past the end; its
+    rows, `PageRows`, read when used) and the `counts` of `items`, counted together in
+    one statement. `key`: what `items` depends on (`roles.visibility`), for the two
+    statements to be compiled once (`reviews.statements`)."""
+    named = None if key is None else (key, query)
+    paginator = BoundedPaginator(query.apply(items), query.page, named)
+    counted = {"page": paginator.counted(), **_status_counts(items)}
+    found = count_all(counted, None if named is None else ("listing", named))
+    paginator.found(found.pop("page"))
+    return paginator.get_page(query.page), found
 
 
-def page_number_of(items: QuerySet[ReviewItem], query: InboxQuery, item: ReviewItem) -> int | None:
-    """The page the item is listed on under `query`, or `None` if it does not match."""
-    matching = query.apply(items)
-    if not matching.filter(pk=item.pk).exists():
-        return None
-    before = matching.filter(
-        Q(created_at__lt=item.created_at) | Q(created_at=item.created_at, id__lt=item.pk)
-    ).count()
-    return before // PAGE_SIZE + 1
+def page_ids(page: Page[ReviewItem]) -> list[int]:
+    """The ids of the items a page of `page()` or `listing()` lists, without its rows."""
+    rows = page.object_list
+    return list(rows.ids) if isinstance(rows, PageRows) else [item.pk for item in rows]
+
+
+def count_all(
+    counted: Mapping[str, tuple[QuerySet[Any], int]], key: Hashable | None = None
+) -> dict[str, int]:
+    """Each queryset's rows counted up to its limit, all in one statement (a queryset
+    that can match nothing, e.g. `none()`, counts 0 without being asked); compiled once
+    for `key` (`reviews.statements`)."""
+    if not counted:
+        return {}
+    database = next(iter(counted.values()))[0].db
+    (row,) = statements.fetch(database, statements.compiled(key, lambda: _counting(counted)))
+    return {name: int(n) for name, n in zip(counted, row, strict=True)}
+
+
+def _counting(counted: Mapping[str, tuple[QuerySet[Any], int]]) -> tuple[str, tuple[Any, ...]]:
+    selects: list[str] = []
+    params: list[Any] = []
+    for index, (matching, limit) in enumerate(counted.values()):
+        try:
+            sql, found = matching.order_by().values("pk")[:limit].query.sql_with_params()
+        except EmptyResultSet:
+            selects.append("0")
+            continue
+        selects.append(f"(SELECT count(*) FROM ({sql}) AS bw_counted_{index})")
+        params.extend(found)
+    return "SELECT " + ", ".join(selects), tuple(params)
 
 
 COUNT_CAP = 10_000
@@ -140,9 +219,13 @@ cores, on every page and every push."""
 
 def counts(items: QuerySet[ReviewItem]) -> dict[str, int]:
     """Items per status, each counted up to `COUNT_CAP` + 1 (see `over_cap`) from the
-    listing index alone."""
+    listing index alone, in one statement."""
+    return count_all(_status_counts(items))
+
+
+def _status_counts(items: QuerySet[ReviewItem]) -> dict[str, tuple[QuerySet[Any], int]]:
     return {
-        status: items.filter(status=status).order_by()[: COUNT_CAP + 1].count()
+        status: (items.filter(status=status), COUNT_CAP + 1)
         for status in STATUSES
         if status != "all"
     }
@@ -213,13 +296,16 @@ def choices(items: QuerySet[ReviewItem]) -> dict[str, list[str]]:
 __all__ = [
     "COUNT_CAP",
     "PAGE_SIZE",
+    "ROW_RELATED",
     "STATUSES",
     "BoundedPaginator",
     "CappedPaginator",
     "InboxQuery",
+    "PageRows",
     "choices",
+    "count_all",
     "counts",
+    "listing",
     "over_cap",
-    "page",
-    "page_number_of",
+    "page_ids",
 ]

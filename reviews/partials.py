@@ -4,6 +4,7 @@ consumer render exactly the same HTML from the same rows."""
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from datetime import timedelta
 from typing import Any
 
@@ -49,11 +50,13 @@ def inbox_context(items: QuerySet[ReviewItem], query: inbox.InboxQuery) -> dict[
     return context
 
 
-def inbox_counts_context(items: QuerySet[ReviewItem], query: inbox.InboxQuery) -> dict[str, Any]:
+def inbox_counts_context(
+    items: QuerySet[ReviewItem], query: inbox.InboxQuery, key: Hashable | None = None
+) -> dict[str, Any]:
     """What the inbox's counts and pager show (a live push re-renders only those): the
-    page of `query` (its rows unread) and the counts."""
-    page = inbox.page(items, query)
-    counts = inbox.counts(items)
+    page of `query` (its rows read when used) and the counts, counted in one statement
+    (`key`: see `inbox.listing`)."""
+    page, counts = inbox.listing(items, query, key)
     return {
         "query": query,
         "page": page,

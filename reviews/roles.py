@@ -8,11 +8,22 @@ over review items' own columns. It imports no model of the inbox, so the models'
 
 from __future__ import annotations
 
-from typing import TypeGuard, TypeVar
+import functools
+from collections.abc import Hashable
+from typing import Any, TypeGuard, TypeVar
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
-from django.db.models import Model, Q, QuerySet
+from django.contrib.postgres.expressions import ArraySubquery
+from django.db.models import (
+    BooleanField,
+    Exists,
+    ExpressionWrapper,
+    Model,
+    OuterRef,
+    Q,
+    QuerySet,
+)
 
 from beamweaver_core.users import AnyUser, User
 
@@ -48,11 +59,12 @@ def can_reveal(user: AnyUser | None) -> TypeGuard[User]:
 
 
 def group_ids(user: User) -> list[int]:
-    """The ids of the user's groups (read once per user object; prefetched groups are
-    used as they are)."""
+    """The ids of the user's groups (read once per user object; those `reviewers()` read
+    and prefetched groups are used as they are)."""
     cached: list[int] | None = getattr(user, GROUP_IDS, None)
     if cached is None:
-        cached = sorted(group.pk for group in user.groups.all())
+        read: list[int] | None = getattr(user, "bw_groups", None)  # a user of `reviewers()`
+        cached = sorted(read if read is not None else (group.pk for group in user.groups.all()))
         setattr(user, GROUP_IDS, cached)
     return list(cached)
 
@@ -85,19 +97,65 @@ def visible_items(user: AnyUser | None, items: _Items) -> _Items:
     return items.filter(decider_filter(user))
 
 
-def _holders(permission: str) -> QuerySet[User]:
+def visibility(user: AnyUser | None) -> Hashable:
+    """Everything `visible_items` decides on, as a key (`reviews.statements`): nothing
+    without the permission, every item for a manager, else the user and their groups."""
+    if not can_review(user):
+        return ("nothing",)
+    if can_manage(user):
+        return ("every item",)
+    return ("deciders", user.pk, tuple(group_ids(user)))
+
+
+def _holds(permission: str) -> Q:
+    """The users holding `permission` (directly, through a group, or as superusers), as
+    a condition on the user row: EXISTS, so that no join multiplies the users."""
     app, codename = permission.split(".")
     ids = Permission.objects.filter(content_type__app_label=app, codename=codename)
-    users = get_user_model().objects.filter(is_active=True)
-    return users.filter(
-        Q(is_superuser=True) | Q(user_permissions__in=ids) | Q(groups__permissions__in=ids)
-    ).distinct()
+    model = get_user_model()
+    direct = model._meta.get_field("user_permissions")
+    membership = model._meta.get_field("groups")
+    own = direct.remote_field.through.objects.filter(  # type: ignore[union-attr]
+        **{f"{direct.m2m_field_name()}_id": OuterRef("pk")},
+        permission__in=ids,
+    )
+    through_groups = membership.remote_field.through.objects.filter(  # type: ignore[union-attr]
+        **{f"{membership.m2m_field_name()}_id": OuterRef("pk")},
+        group__permissions__in=ids,
+    )
+    return Q(is_superuser=True) | Exists(own) | Exists(through_groups)
+
+
+def _holders(permission: str) -> QuerySet[User]:
+    return get_user_model().objects.filter(Q(is_active=True) & _holds(permission))
 
 
 def reviewers() -> QuerySet[User]:
     """Active users with the reviewer permission (directly, through a group, or as
-    superusers), their groups prefetched."""
-    return _holders(REVIEW_PERMISSION).prefetch_related("groups")
+    superusers), each with their group ids (`group_ids` asks nothing more) and whether
+    they manage (`bw_manager`), read in the same statement."""
+    model = get_user_model()
+    membership = model._meta.get_field("groups")
+    groups = membership.remote_field.through.objects.filter(  # type: ignore[union-attr]
+        **{f"{membership.m2m_field_name()}_id": OuterRef("pk")}
+    )
+    group_id = f"{membership.m2m_reverse_field_name()}_id"
+    return _holders(REVIEW_PERMISSION).annotate(
+        bw_groups=ArraySubquery(groups.order_by(group_id).values(group_id)),
+        bw_manager=ExpressionWrapper(_holds(MANAGE_PERMISSION), output_field=BooleanField()),
+    )
+
+
+def reviewer_list() -> list[User]:
+    """`reviewers()` by id, as a list: their statement is compiled once per process (it
+    has no input; building and compiling its EXISTS cost more CPU than running it)."""
+    sql, params = _reviewers_sql(get_user_model().objects.db)
+    return list(get_user_model().objects.raw(sql, params))
+
+
+@functools.cache
+def _reviewers_sql(database: str) -> tuple[str, tuple[Any, ...]]:
+    return reviewers().using(database).order_by("pk").query.sql_with_params()
 
 
 def manager_ids() -> set[int]:
@@ -116,6 +174,8 @@ __all__ = [
     "decider_filter",
     "group_ids",
     "manager_ids",
+    "reviewer_list",
     "reviewers",
+    "visibility",
     "visible_items",
 ]

@@ -14,6 +14,7 @@ from reviews.live.frames import into_list, split_frames
 from reviews.models import ReviewItem
 from reviews.models.items import ReviewItemQuerySet
 from reviews.permissions import can_manage, group_ids
+from reviews.roles import visibility
 
 
 def audience(user: User) -> Hashable:
@@ -64,30 +65,23 @@ class InboxConsumer(LiveConsumer):
 
     def _rows_frames(self, batch: dict[int, bool]) -> list[str]:
         """The rows of `batch`, then the counts and the pager, in frames of at most
-        `FRAME_BUDGET` bytes each."""
+        `FRAME_BUDGET` bytes each: the counts, the page's ids and the rows of `batch` the
+        user may see, three statements however many rows."""
         items = self._items()
-        context = partials.inbox_counts_context(items, self.query)
-        parts = []
-        for item_id in batch:
-            parts += self._row_parts(items, context, item_id)
+        context = partials.inbox_counts_context(items, self.query, visibility(self.user))
+        listed = set(inbox.page_ids(context["page"]))
+        rows = items.select_related(*inbox.ROW_RELATED).in_bulk(list(batch))
+        parts = [self._row_part(rows[item_id], listed) for item_id in batch if item_id in rows]
         context["oob"] = True
         parts.append(partials.render(partials.INBOX, "inbox-counts", context))
         parts.append(partials.render(partials.INBOX, "inbox-pager", context))
         return split_frames(parts)
 
-    def _row_parts(
-        self, items: ReviewItemQuerySet, context: dict[str, Any], item_id: int
-    ) -> list[str]:
+    @staticmethod
+    def _row_part(item: ReviewItem, listed: set[int]) -> str:
         """The row, put into the page's list (it replaces the row if the page has it), or
-        a marker that removes the row if the page has it (it is not listed there now)."""
-        item = items.select_related("thread", "claimed_by", "assignee").filter(pk=item_id).first()
-        if item is None:
-            return []
-        listed_on = inbox.page_number_of(items, self.query, item)
-        if listed_on is None or listed_on != context["page"].number:
-            return [
-                into_list("inbox-rows", f'<li id="item-row-{item.pk}" data-remove hidden></li>')
-            ]
-        return [
-            into_list("inbox-rows", partials.render(partials.INBOX, "inbox-row", {"item": item}))
-        ]
+        a marker that removes the row if the page has it (the page does not list it now:
+        it matches another page or no longer matches the filters)."""
+        if item.pk not in listed:
+            return into_list("inbox-rows", f'<li id="item-row-{item.pk}" data-remove hidden></li>')
+        return into_list("inbox-rows", partials.render(partials.INBOX, "inbox-row", {"item": item}))

@@ -11,11 +11,12 @@ from reviews.item_json import item_json
 from reviews.models import NotificationEvent, ReviewItem
 from reviews.notifications import channels, outbox
 from reviews.permissions import policy_allows
+from reviews.roles import reviewer_list
 
 
 def audience(event: str, item: ReviewItem) -> list[User]:
-    """The users an event concerns (each may see the item)."""
-    reviewers = list(permissions.reviewers().order_by("pk"))
+    """The users an event concerns (each may see the item), read in one statement."""
+    reviewers = reviewer_list()
     by_id: dict[int | None, User] = {u.pk: u for u in reviewers}
     named = [item.claimed_by_id, item.assignee_id]
     if event == NotificationEvent.ASSIGNED:
@@ -29,10 +30,13 @@ def audience(event: str, item: ReviewItem) -> list[User]:
     else:
         chosen = [u for u in reviewers if policy_allows(u, item)]
     unique = {u.pk: u for u in chosen if u is not None}
-    managers = permissions.manager_ids()
-    # Every user here is one of `reviewers()`: the policy decides, without asking each
-    # user's permissions again (two queries per reviewer per notification otherwise).
-    return [u for u in unique.values() if u.pk in managers or policy_allows(u, item)]
+    # Every user here is one of `reviewers()`, which read their groups and whether they
+    # manage: the policy decides, without asking each user's permissions again.
+    return [
+        u
+        for u in unique.values()
+        if u.bw_manager or policy_allows(u, item)  # type: ignore[attr-defined]  # reviewers() annotates it
+    ]
 
 
 def summary(event: str, item: ReviewItem) -> str:

@@ -79,3 +79,25 @@ def test_inboxes_of_one_view_with_different_notes_share_one_render() -> None:
     for frames in outcomes:
         assert f'id="item-row-{first.pk}"' in frames[0]
         assert f'id="item-row-{second.pk}"' in frames[0]
+
+
+def test_a_push_counts_what_the_user_sees_now_after_joining_a_group(settings: Any) -> None:
+    """The push's statements are compiled once per visibility (`reviews.statements`):
+    joining the policy's group between two pushes must change what is counted."""
+    from django.contrib.auth.models import Group
+
+    from tests.reviews.conftest import use_policies
+
+    use_policies(settings, {"name": "finance only", "groups": ["finance"]})
+    alice = make_reviewer("alice")
+    item = pause()
+    counted = "<strong>{}</strong> pending"
+
+    (before,), _ = pushed([inbox_of(alice)], item)
+    assert counted.format(0) in before[0]
+    assert f'id="item-row-{item.pk}"' not in before[0]
+
+    alice.groups.add(Group.objects.get(name="finance"))
+    (after,), _ = pushed([inbox_of(alice)], item)
+    assert counted.format(1) in after[0]
+    assert f'id="item-row-{item.pk}" class=' in after[0]

@@ -20,21 +20,24 @@ from tests.reviews.test_live_views import inbox_of
 # Transactional: the hooks that run on commit run (and are counted) as on a server.
 pytestmark = pytest.mark.django_db(transaction=True)
 
-START_POST = 8
-"""Session, user, permissions (two), the form's graph list, the run and its thread."""
-RUN_TO_PAUSE = 20
+START_POST = 7
+"""Session, user, the permissions and groups (one statement), the run and its thread."""
+RUN_TO_PAUSE = 18
 """The claim; the outcome with its event and the thread's status; the item's locking
-read, its policy, the item, the audit row; the notification's audience (reviewers, their
-groups, the managers; an outbox row per configured channel: none here); the next
-waiting run of the thread."""
-INBOX_PUSH = 11
-"""One socket's re-check; the row and where it is listed; the page's size and the four
-capped counts (the counts and pager partials: the page's rows and the filter menus are
-not read for a push)."""
-DECISION_POST = 33
-"""Session, user, permissions (two), groups; the item and its visibility; the decision
-service (locking reads, the decision, the resume run, the item, the audit row, the
-audience of the DECIDED notification); then the panel it answers with."""
+read, its policy, the item, the audit row; the notification's audience (the reviewers
+with their groups and whether they manage, one statement; an outbox row per configured
+channel: none here); the next waiting run of the thread."""
+INBOX_PUSH = 4
+"""One socket's re-check; the page's size and the four capped counts (one statement);
+the page's ids; the rows of the push (the page's rows and the filter menus are not read
+for a push)."""
+INBOX_PAGE = 7
+"""Session, user, the permissions and groups (one statement); the page's size and the
+four capped counts (one statement); the page's ids, its rows; the filter menus."""
+DECISION_POST = 29
+"""Session, user, the permissions and groups (one statement); the item and its
+visibility; the decision service (locking reads, the decision, the resume run, the item,
+the audit row, the audience of the DECIDED notification); then the panel it answers with."""
 
 
 @pytest.fixture
@@ -60,6 +63,14 @@ def test_an_interrupt_costs_a_bounded_number_of_queries(serving: Any) -> None:
     with at_most(INBOX_PUSH):
         (frames,) = render_round([(page, {item.pk: True})])
     assert f'id="item-row-{item.pk}"' in frames[0]
+
+
+def test_an_inbox_page_costs_a_bounded_number_of_queries(serving: Any) -> None:
+    _alice, client, at_most = serving
+    item = pause()
+    with at_most(INBOX_PAGE):
+        response = client.get("/")
+    assert f'id="item-row-{item.pk}"' in response.content.decode()
 
 
 def test_a_decision_post_costs_a_bounded_number_of_queries(serving: Any) -> None:
