@@ -71,10 +71,11 @@ def snapshot(
     loop = RunLoop.reading(graph, cp, dict(config))
     tasks: list[TaskInfo] = []
     next_names: list[str] = []
+    never_merges = loop.finished_conflict() is not None
     for task in cp.tasks:
         record = loop.records.get(task.id)
         done = record is not None and record.status == "done"
-        if not done:
+        if not done or never_merges:
             next_names.append(task.name)
         child_state: Any = None
         spec = graph.nodes.get(task.name)

@@ -243,8 +243,15 @@ class StepLoop:
         if failure is None and all(
             (r := self.records.get(t.id)) is not None and r.status == "done" for t in self.tasks
         ):
-            self._merge()
-            return None
+            conflict = self.finished_conflict()
+            if conflict is None:
+                self._merge()
+                return None
+            # The step can never merge. Whether a writer's record was committed while its
+            # sibling still ran depends on timing, so every finished record is kept and
+            # none is shown applied (`interrupted_state`): the outcome is the same however
+            # the tasks were scheduled.
+            failure = InvalidUpdateError(conflict_message(*conflict))
         if failure is None:
             self._check_finished_writes()
         # The step stays open: keep what finished or paused so it is not run again.
@@ -262,7 +269,7 @@ class StepLoop:
         a state that will never exist. The pause is not saved (records `save_finished`
         committed before the second writer finished stay, as LangGraph keeps the writes
         of each task that finished)."""
-        conflict = finished_conflict(self.tasks, self.records, self.graph.reducers)
+        conflict = self.finished_conflict()
         if conflict is not None:
             waiting = [i.id for i in self.pending_interrupts()]
             raise InvalidUpdateError(
@@ -365,9 +372,17 @@ class StepLoop:
             assert self.thread_id is not None
             await self.checkpointer.acommit(self.thread_id, self.ns, staged, records)
 
+    def finished_conflict(self) -> tuple[str, list[str]] | None:
+        """A key without a reducer that finished tasks of the open step wrote twice (the
+        step can never merge), with its writers."""
+        return finished_conflict(self.tasks, self.records, self.graph.reducers)
+
     def interrupted_state(self) -> dict[str, Any]:
-        """The values so far, including writes of tasks that finished in the paused step."""
+        """The values so far, including writes of tasks that finished in the paused step
+        (none if they conflict: that step can never merge)."""
         values = dict(self.values)
+        if self.finished_conflict() is not None:
+            return values
         for task in self.tasks:
             record = self.records.get(task.id)
             if record is not None and record.status == "done":

@@ -114,6 +114,44 @@ def test_two_writes_to_a_key_without_reducer_fail_the_step_and_apply_nothing(
     assert state.next == ("a", "b")
 
 
+def test_a_conflicting_step_applies_nothing_even_when_one_writer_was_saved_first(
+    checkpointer: Any, config: dict[str, Any]
+) -> None:
+    """`a`'s record is committed while `b` still runs (finished tasks are kept at once);
+    when `b` then writes the same key, the step fails as above and its state shows nothing
+    of it applied, both tasks next. (The snapshot used to show `a`'s writes applied and
+    only `b` next, depending on which task finished first.) Running it again fails again."""
+
+    def b(_: dict[str, Any]) -> dict[str, Any]:
+        deadline = time.monotonic() + 10
+        while not _records_of_the_open_step(checkpointer, config) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return {"x": 2}
+
+    graph = (
+        Graph()
+        .add_node("start", lambda s: {"phase": "started"})
+        .add_node("a", lambda s: {"x": 1, "other": "a"})
+        .add_node("b", b)
+        .add_edge(START, "start")
+        .add_edge("start", "a")
+        .add_edge("start", "b")
+        .compile(checkpointer=checkpointer)
+    )
+    for _ in range(2):
+        with pytest.raises(InvalidUpdateError, match=r"At key 'x': nodes \['a', 'b'\]"):
+            graph.invoke(None if _ else {}, config)
+
+        state = graph.get_state(config)
+        assert state.values == {"phase": "started"}
+        assert state.next == ("a", "b")
+
+
+def _records_of_the_open_step(checkpointer: Any, config: dict[str, Any]) -> bool:
+    head = checkpointer.load(config["configurable"]["thread_id"])
+    return head is not None and head.step == 0 and bool(head.records)
+
+
 def test_a_step_that_pauses_after_two_finished_writes_to_one_key_fails_at_the_pause(
     checkpointer: Any, config: dict[str, Any]
 ) -> None:
