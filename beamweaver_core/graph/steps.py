@@ -247,10 +247,8 @@ class StepLoop:
             if conflict is None:
                 self._merge()
                 return None
-            # The step can never merge. Whether a writer's record was committed while its
-            # sibling still ran depends on timing, so every finished record is kept and
-            # none is shown applied (`interrupted_state`): the outcome is the same however
-            # the tasks were scheduled.
+            # It can never merge: keep every record and show none applied, so the outcome
+            # does not depend on which writer's record `save_finished` committed first.
             failure = InvalidUpdateError(conflict_message(*conflict))
         if failure is None:
             self._check_finished_writes()
