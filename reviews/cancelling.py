@@ -18,6 +18,8 @@ Managers (`reviews.manage`) see every thread but get no right to cancel from tha
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from django.db import transaction
 from django.db.models import QuerySet
 
@@ -47,9 +49,12 @@ def _pending(run: Run) -> QuerySet[ReviewItem]:
     return ReviewItem.objects.filter(thread_id=run.thread_id, status=ReviewItem.Status.PENDING)
 
 
-def cancel_refusal(user: User, run: Run) -> Outcome | None:
+def cancel_refusal(
+    user: User, run: Run, pending: Sequence[ReviewItem] | None = None
+) -> Outcome | None:
     """Why `user` may not cancel `run` (`None`: they may); see the module's rule. The
-    caller has checked that `user` sees the run's thread."""
+    caller has checked that `user` sees the run's thread; `pending`: the thread's pending
+    items, if the caller read (and locked) them already."""
     if not can_review(user):
         return Outcome(Code.NOT_ALLOWED, NOT_ALLOWED, run=run)
     if user.has_perm(CANCEL_PERMISSION):
@@ -57,7 +62,7 @@ def cancel_refusal(user: User, run: Run) -> Outcome | None:
     requester = run.requester_id()
     if requester is not None and requester == user.pk:
         return None
-    items = list(_pending(run).select_related("claimed_by"))
+    items = list(_pending(run).select_related("claimed_by")) if pending is None else pending
     if items and all(decision_refusal(user, item, executes=False) is None for item in items):
         return None
     return Outcome(Code.NOT_ALLOWED, NOT_ALLOWED, run=run)
@@ -82,8 +87,8 @@ def cancel(user: User, thread_id: str) -> Outcome:
             return Outcome(Code.NO_ACTIVE_RUN, "The thread has no active run to cancel.")
         # Then the pending items' locks (a claim holds its item's lock until it commits), so
         # a claim cannot land between the rule's check and the cancel that rejects the item.
-        list(_pending(run).select_for_update().values_list("pk", flat=True))
-        refusal = cancel_refusal(user, run)
+        pending = _pending(run).select_related("claimed_by").select_for_update(of=("self",))
+        refusal = cancel_refusal(user, run, list(pending))
         if refusal is not None:
             return refusal
         try:

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from django.contrib.admin.sites import AdminSite
+from django.contrib.auth.models import User
 from django.contrib.auth.views import LoginView
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
@@ -125,6 +126,13 @@ def test_a_right_password_still_logs_in_before_the_lockout() -> None:
 PASSWORD_CHANGES = ["/accounts/password_change/", "/admin/password_change/"]
 
 
+def carol_logged_in() -> tuple[User, Client]:
+    carol = make_reviewer("carol", is_staff=True)
+    client = Client()
+    client.force_login(carol)
+    return carol, client
+
+
 def change_password(client: Client, url: str, old: str) -> Any:
     new = "A-new-and-long-passphrase-9"
     return client.post(url, {"old_password": old, "new_password1": new, "new_password2": new})
@@ -135,9 +143,7 @@ def test_wrong_old_passwords_lock_the_password_change_and_the_logins(url: str) -
     """An open session was a way around the lockout: the password-change form checked the
     old password as often as it was posted. Wrong old passwords now count as failed logins
     of the session's user from that address."""
-    carol = make_reviewer("carol", is_staff=True)
-    client = Client()
-    client.force_login(carol)
+    carol, client = carol_logged_in()
 
     statuses = [change_password(client, url, f"guess-{i}").status_code for i in range(5)]
     right = change_password(client, url, PASSWORD)
@@ -151,9 +157,7 @@ def test_wrong_old_passwords_lock_the_password_change_and_the_logins(url: str) -
 
 @pytest.mark.parametrize("url", PASSWORD_CHANGES)
 def test_failed_logins_lock_the_password_change(url: str) -> None:
-    carol = make_reviewer("carol", is_staff=True)
-    client = Client()
-    client.force_login(carol)
+    _, client = carol_logged_in()
     for i in range(5):
         post("/accounts/login/", "carol", f"guess-{i}")
 
@@ -162,9 +166,7 @@ def test_failed_logins_lock_the_password_change(url: str) -> None:
 
 @pytest.mark.parametrize("url", PASSWORD_CHANGES)
 def test_a_right_old_password_still_changes_it_before_the_lockout(url: str) -> None:
-    carol = make_reviewer("carol", is_staff=True)
-    client = Client()
-    client.force_login(carol)
+    carol, client = carol_logged_in()
     for i in range(4):
         change_password(client, url, f"guess-{i}")
 
