@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Iterator
 from typing import Any
 
+import psycopg
 import pytest
+from django.db import OperationalError
+from django.db.backends.postgresql.operations import DatabaseOperations
 
 from tests.support.graphs import TEST_GRAPHS
 
@@ -22,3 +27,28 @@ def _test_graphs(request: pytest.FixtureRequest) -> Any:
         "GRAPHS": {**settings.BEAMWEAVER["GRAPHS"], **TEST_GRAPHS},
     }
     yield
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _flush_retried_on_deadlock() -> Iterator[None]:
+    """A transactional test's flush is retried when PostgreSQL breaks a deadlock by
+    aborting it. Test modules that start live servers (tests/protocol, tests/reliability)
+    keep them for the module, so their workers poll the test database while each test's
+    teardown TRUNCATEs every table: CI saw the TRUNCATE (taking its locks table by table)
+    and a worker's claim (holding one of those tables, waiting for another) deadlock, the
+    flush lose, and the next test find the last one's rows. The worker's statement ends at
+    once, so the flush's next try succeeds."""
+    flush = DatabaseOperations.execute_sql_flush
+
+    def retried(self: DatabaseOperations, sql_list: list[str]) -> None:
+        for attempt in range(5):
+            try:
+                return flush(self, sql_list)
+            except OperationalError as exc:
+                if attempt == 4 or not isinstance(exc.__cause__, psycopg.errors.DeadlockDetected):
+                    raise
+                time.sleep(0.1 * (attempt + 1))
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(DatabaseOperations, "execute_sql_flush", retried)
+        yield
