@@ -33,7 +33,12 @@ MAX_INT_DIGITS = 40
 
 
 class PayloadError(ValueError):
-    """JSON from outside is not acceptable; the message says why and what to do."""
+    """JSON from outside is not acceptable; the message says why and what to do, and
+    `path` where in the value (dotted keys and indexes; empty for the whole value)."""
+
+    def __init__(self, message: str, path: str = "") -> None:
+        super().__init__(message)
+        self.path = path
 
 
 def _scan_depth(text: str, limit: int, what: str) -> None:
@@ -139,19 +144,19 @@ def check_value(value: Any, *, what: str = "The answer") -> None:
         if isinstance(item, str):
             problem = _string_problem(item)
             if problem:
-                raise PayloadError(f"{what}{where} {problem}.")
+                raise PayloadError(f"{what}{where} {problem}.", path)
         elif isinstance(item, float):
             if not math.isfinite(item):
-                raise PayloadError(f"{what}{where} is not a finite number (NaN or infinity).")
+                raise PayloadError(f"{what}{where} is not a finite number (NaN or infinity).", path)
         elif isinstance(item, bool | int) or item is None:
             continue
         elif isinstance(item, Mapping):
             for key, child in item.items():
                 if not isinstance(key, str):
-                    raise PayloadError(f"{what}{where} has a non-string key {key!r}.")
+                    raise PayloadError(f"{what}{where} has a non-string key {key!r}.", path)
                 problem = _string_problem(key)
                 if problem:
-                    raise PayloadError(f"{what}{where} has a key that {problem}.")
+                    raise PayloadError(f"{what}{where} has a key that {problem}.", path)
                 stack.append((child, depth + 1, f"{path}.{key}" if path else key))
         elif isinstance(item, list | tuple):
             for index, child in enumerate(item):

@@ -69,7 +69,9 @@ def validate(
     try:
         payloads.check_value(answer)
         size = len(payloads.canonical(answer).encode())
-    except (payloads.PayloadError, ValueError) as exc:
+    except payloads.PayloadError as exc:
+        return None, None, "", [located(exc)]
+    except ValueError as exc:
         return None, None, "", [problem(None, "answer", str(exc))]
     if item.kind == ReviewItem.Kind.INTERRUPT:
         if size > payloads.MAX_ANSWER_BYTES:
@@ -129,6 +131,16 @@ def check_ids(client_decision_id: str, digest: str) -> list[dict[str, Any]]:
 
 def problem(index: int | None, field_name: str, message: str) -> dict[str, Any]:
     return {"index": index, "field": field_name, "message": message}
+
+
+def located(exc: payloads.PayloadError) -> dict[str, Any]:
+    """A refused value inside one decision (`decisions.N.field...`) is that decision's
+    field problem, like a schema error there; anywhere else it is the answer's."""
+    head, _, rest = exc.path.partition(".")
+    index, _, field_name = rest.partition(".")
+    if head == "decisions" and index.isdigit() and field_name:
+        return problem(int(index), field_name, str(exc))
+    return problem(None, "answer", str(exc))
 
 
 def body_json(answer: Any) -> str:

@@ -25,11 +25,14 @@ from tests.reviews.graphs import REVIEW_GRAPHS
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 GATE = Path(tempfile.gettempdir()) / f"bw-studio-gate-{os.getpid()}"
+HOLD = Path(tempfile.gettempdir()) / f"bw-studio-hold-{os.getpid()}"
 STUDIO_GRAPHS = {**REVIEW_GRAPHS, "streaming_chat": "tests.browser.studio_graphs:streaming_chat"}
 SERVER_ENV = {
     "BEAMWEAVER_GRAPHS": json.dumps(STUDIO_GRAPHS),
     # The `steps` graph: each step takes 0.4 s, and steps from s2 on wait for the gate.
     "BEAMWEAVER_TEST_GATE": str(GATE),
+    # ... and s4 waits for the hold: seen running however slowly the pushes come.
+    "BEAMWEAVER_TEST_HOLD": str(HOLD),
     "BEAMWEAVER_TEST_STEP_SECONDS": "0.4",
 }
 WIDTHS = {"desktop": (1280, 900), "phone": (390, 844)}
@@ -64,6 +67,7 @@ def test_the_running_node_is_highlighted_live_and_the_path_is_traced(
     sessions: Any, size: str
 ) -> None:
     GATE.unlink(missing_ok=True)
+    HOLD.unlink(missing_ok=True)
     alice = sessions(make_reviewer("alice"))
     width = _sized(alice, size)
     run = service.start_run("steps", {"log": []}, thread_id=f"live-{size}")
@@ -78,6 +82,7 @@ def test_the_running_node_is_highlighted_live_and_the_path_is_traced(
     # The page stays open: s4 running can only come from the pushed run events.
     page.wait_for_selector(_running(page, "s4"), state="attached", timeout=WAIT)
     assert page.locator(_running(page, "s2")).count() == 0
+    HOLD.touch()
     page.wait_for_selector('#thread-status [data-status="completed"]', timeout=WAIT)
     page.wait_for_function(
         "document.querySelectorAll('#graph-root g.node.is-running').length === 0", timeout=WAIT
@@ -132,6 +137,7 @@ def test_a_fork_from_a_past_checkpoint_with_an_edited_value_completes_as_a_branc
     sessions: Any, size: str
 ) -> None:
     GATE.touch()
+    HOLD.touch()
     carol = make_reviewer("carol")
     carol.user_permissions.add(Permission.objects.get(codename="fork_thread"))
     operator = sessions(User.objects.get(pk=carol.pk))

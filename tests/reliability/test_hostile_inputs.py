@@ -17,7 +17,7 @@ from django.contrib.auth.models import User
 from django.core.management import CommandError, call_command
 from django.db import transaction
 from django.test import Client
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from hypothesis_jsonschema import from_schema
 
@@ -137,6 +137,8 @@ OUT_OF_RANGE = st.one_of(
     junk=JUNK,
     number=OUT_OF_RANGE,
 )
+# CI's find: a NUL in a field came back as the answer's problem, not the field's.
+@example(args={"to": "", "subject": "", "body": ""}, how="out of range", junk=None, number="\x00")
 def test_every_edit_that_breaks_the_schema_is_refused_with_field_errors(
     args: dict[str, Any], how: str, junk: Any, number: Any
 ) -> None:

@@ -81,12 +81,36 @@ def migrate_and_start_worker(env: dict[str, str]) -> subprocess.Popen[str]:
     """Migrate the throwaway server and start a one-thread worker process on it."""
     manage(env, "migrate", "--no-input", "-v", "0")
     return subprocess.Popen(
-        [sys.executable, str(ROOT / "manage.py"), "beamweaver_worker", "--threads", "1"],
+        # A short grace: a test that failed with a run still under way must not wait 30 s
+        # for it (CI once lost the real failure behind that wait's timeout).
+        [
+            sys.executable,
+            str(ROOT / "manage.py"),
+            "beamweaver_worker",
+            "--threads",
+            "1",
+            "--grace",
+            "2",
+        ],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
     )
+
+
+def stop_worker(worker: subprocess.Popen[str]) -> str:
+    """SIGTERM the worker and return what it printed; killed if it does not stop in time,
+    so that the test's own failure (and the worker's log) is what gets reported."""
+    worker.send_signal(signal.SIGTERM)
+    try:
+        output, _ = worker.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        worker.kill()
+        output, _ = worker.communicate()
+        print("the worker did not stop within 30 s of SIGTERM")
+    print(f"the worker's output (shown when the test fails):\n{output}")
+    return output
 
 
 def wait_status(server: Server, run_id: str, status: str, timeout: float) -> float:
@@ -142,8 +166,7 @@ def test_workers_reconnect_after_an_immediate_postgres_restart(
         after = enqueue(env, "after-restart")
         wait_status(server, after, "succeeded", 30)
     finally:
-        worker.send_signal(signal.SIGTERM)
-        output, _ = worker.communicate(timeout=30)
+        output = stop_worker(worker)
 
     logs = {
         thread: json.loads(rows[0][0])
@@ -213,8 +236,7 @@ def test_a_worker_process_pool_stays_within_its_size_through_restarts(
             wait_status(server, run, "succeeded", 30)
             sample()
     finally:
-        worker.send_signal(signal.SIGTERM)
-        output, _ = worker.communicate(timeout=30)
+        output = stop_worker(worker)
 
     assert most >= 1, output  # the probe saw the worker's connections at all
     assert most <= worker_pool_size(1), (most, output[-3000:])

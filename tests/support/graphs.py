@@ -49,6 +49,12 @@ approval = (
 )
 
 
+def _wait_for(path: str) -> None:
+    deadline = time.monotonic() + 60
+    while not Path(path).exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
 def _step(i: int) -> Any:
     def node(state: dict[str, Any]) -> dict[str, Any]:
         ledger(f"step:{i}")
@@ -57,9 +63,12 @@ def _step(i: int) -> Any:
         if gate and i >= 2:
             # Steps past the second wait (bounded) for the test to open the gate: a run
             # is then surely under way across whatever the test does meanwhile.
-            deadline = time.monotonic() + 60
-            while not Path(gate).exists() and time.monotonic() < deadline:
-                time.sleep(0.05)
+            _wait_for(gate)
+        hold = os.environ.get("BEAMWEAVER_TEST_HOLD")
+        if hold and i == 4:
+            # A second gate, for step 4 only: a test that must see step 4 running holds
+            # it there instead of racing a sleep.
+            _wait_for(hold)
         return {"log": [i]}
 
     return node
