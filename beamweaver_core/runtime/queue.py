@@ -3,7 +3,7 @@
 Every state change is one SQL statement conditional on what the caller believes (the run's
 id, status and fencing token), so a worker that lost its lease can neither heartbeat nor
 finish the run: its statements match no row. Claiming is a single
-`UPDATE ... WHERE id = (SELECT ... FOR UPDATE SKIP LOCKED)`; the same transaction then
+`UPDATE ... WHERE id = (SELECT ... FOR NO KEY UPDATE SKIP LOCKED)`; the same transaction then
 reads the head of the run's thread (`Claim.head`), so the run's first step needs no read
 of its own: a run on a worker commits once per step, reads included.
 
@@ -60,7 +60,12 @@ class Claim:
 # its thread running. The run and its thread are both locked SKIP LOCKED: a run whose
 # thread a transaction holds (a resume being queued, a cancel) is taken at the next poll,
 # and the claim never waits for a thread lock while holding a run (no deadlock with
-# `resume_thread`, which locks the thread and then its queued run).
+# `resume_thread`, which locks the thread and then its queued run). The lock is
+# `FOR NO KEY UPDATE` (what the UPDATEs below take anyway: no key changes): a row that
+# merely refers to the run or its thread (a foreign key's check, `FOR KEY SHARE`, taken
+# when the referring row commits) does not hide the run from the claim; `FOR UPDATE`
+# made a worker woken by a decision skip its resume run until the next poll whenever a
+# row referring to it committed at that moment.
 _CLAIM = """
 WITH claimed AS (
 UPDATE bw_run AS r
@@ -78,7 +83,7 @@ UPDATE bw_run AS r
                             WHERE x.thread_id = q.thread_id AND x.status = 'running')
          ORDER BY q.created_at, q.id
          LIMIT 1
-           FOR UPDATE OF q, th SKIP LOCKED)
+           FOR NO KEY UPDATE OF q, th SKIP LOCKED)
 RETURNING r.id, r.thread_id, r.graph, r.kind, r.input, r.fencing_token, r.attempts, r.lease_expires_at,
           r.context, r.trace_context, r.options
 ), running AS (

@@ -181,6 +181,40 @@ def test_a_claim_skips_a_run_whose_thread_a_transaction_holds_instead_of_waiting
     assert claim is not None and claim.thread_id == "claim-locked"
 
 
+def test_a_row_referencing_a_queued_run_being_written_does_not_hide_it_from_a_claim() -> None:
+    """A write that only refers to the run or its thread (a protocol record, a review
+    item's resume run: a foreign key, whose check locks the run's row `FOR KEY SHARE`)
+    committing while a woken worker claims must not make the claim skip the run until the
+    next poll."""
+    from django.db import connections, transaction
+
+    from beamweaver_core.protocol.models import ProtocolRun
+
+    run = service.start_run("approval", {}, thread_id="claim-key-share")
+    written, release = threading.Event(), threading.Event()
+
+    def refer_to_the_run() -> None:
+        with transaction.atomic():
+            # Django's foreign keys are checked (and the run's row locked) at COMMIT:
+            # checked at once here, the lock is held for as long as the test needs.
+            with connection.cursor() as cursor:
+                cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+            ProtocolRun.objects.create(run_id=run.id, assistant_id="approval")
+            written.set()
+            release.wait(10)
+        connections.close_all()
+
+    writer = threading.Thread(target=refer_to_the_run)
+    writer.start()
+    try:
+        assert written.wait(10)
+        claim = claim_next_run("w1", LEASE)
+    finally:
+        release.set()
+        writer.join(10)
+    assert claim is not None and claim.run_id == run.id
+
+
 def test_a_thread_without_a_graph_takes_the_run_s_and_keeps_it() -> None:
     Thread.objects.create(id="graphless")
     service.start_run("approval", {}, thread_id="graphless", metadata={"from": "test"})
