@@ -289,3 +289,22 @@ def test_a_newcomer_logs_in_with_the_printed_credentials_and_completes_review_lo
             )
     finally:
         stop_server(pgdata)
+
+
+def test_the_example_mcp_server_starts_with_a_token_that_looks_like_an_option() -> None:
+    """CI's find: `secrets.token_urlsafe` gave a token starting with "-", and the demo
+    died with "argument --token: expected one argument". The demo's command line for the
+    server, with such a token, starts it and it serves."""
+    from beamweaver_core.management.commands.demo import _free_port, _listening, tickets_server_argv
+
+    port = _free_port()
+    process = subprocess.Popen(
+        tickets_server_argv(port, "-looks-like-an-option"),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        assert _listening(port, process, timeout=120), process.stderr and process.stderr.read()
+    finally:
+        process.kill()
+        process.wait(10)

@@ -133,10 +133,7 @@ class Command(BaseCommand):
             )
             return None
         port, token = _free_port(), secrets.token_urlsafe(16)
-        process = subprocess.Popen(
-            [sys.executable, str(TICKETS_SERVER), "--port", str(port), "--token", token],
-            stdout=subprocess.DEVNULL,
-        )
+        process = subprocess.Popen(tickets_server_argv(port, token), stdout=subprocess.DEVNULL)
         if not _listening(port, process, timeout=120):
             process.kill()
             raise CommandError(f"The example MCP server {TICKETS_SERVER.name} did not start.")
@@ -202,6 +199,13 @@ def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def tickets_server_argv(port: int, token: str) -> list[str]:
+    """The example MCP server's command line. `--token=...` as one argument: a random
+    token may start with "-", which argparse takes for an option after a separate
+    `--token` (the demo then failed to start about once in 64)."""
+    return [sys.executable, str(TICKETS_SERVER), "--port", str(port), f"--token={token}"]
 
 
 def _listening(port: int, process: subprocess.Popen[bytes], *, timeout: float) -> bool:
