@@ -8,9 +8,11 @@ interpreter: no warm caches shared between runs, memory measured per process.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -51,6 +53,12 @@ def _worker_env(job: Job) -> dict[str, str]:
     return env
 
 
+def _kill_group(proc: subprocess.Popen[str]) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.communicate()
+
+
 def run_job(job: Job, quick: bool, profile: int, timeout: float) -> dict[str, Any]:
     """Run one job in a fresh interpreter and return its JSON (or an error record)."""
     params = job.config.params(quick)
@@ -58,18 +66,26 @@ def run_job(job: Job, quick: bool, profile: int, timeout: float) -> dict[str, An
         params["profile"] = profile
     command = [sys.executable, "-m", "bench.worker", job.config.workload or "", job.engine]
     timeout = max(timeout, job.config.timeout_s or 0)
+    # Its own process group, so that a timed-out run's servers (daphne, workers,
+    # `langgraph dev`) go with it instead of living on and holding its pipes open.
+    proc = subprocess.Popen(
+        [*command, json.dumps(params)],
+        cwd=ROOT,
+        env=_worker_env(job),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
-        done = subprocess.run(
-            [*command, json.dumps(params)],
-            cwd=ROOT,
-            env=_worker_env(job),
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
-        )
+        stdout, stderr = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
+        _kill_group(proc)
         return {"status": "error", "reason": f"timed out after {timeout:.0f} s"}
+    except BaseException:  # Ctrl-C no longer reaches the group from the terminal
+        _kill_group(proc)
+        raise
+    done = subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
     lines = done.stdout.strip().splitlines()
     if done.returncode != 0 or not lines or not lines[-1].startswith("{"):
         tail = done.stderr.strip().splitlines()[-12:]

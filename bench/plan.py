@@ -336,7 +336,7 @@ PROTOCOL = Config(
     quick={"roundtrips": 5, "warmup": 1, "streams": 5, "concurrent": 20},
     full={"roundtrips": 100, "warmup": 10, "streams": 50, "concurrent": 200},
     engines=("beamweaver",),
-    timeout_s=1200,
+    timeout_s=1800,  # two 480 s measurement deadlines + the concurrent one (workload)
     metrics=(
         _vs_langgraph_dev(
             "HITL round trip: create → wait to interrupt → resume → end (median)",

@@ -17,13 +17,21 @@ fresh Postgres database, `bench.live.server`), `langgraph dev` with its defaults
 default is changed on BeamWeaver: the per-user decision rate limit (`RATE_DECISIONS`, 20
 per 10 s), which a single client resuming one run after another can exceed once its round
 trip is under half a second; `langgraph dev` has no such limit.
+
+Each server's measurement has a deadline (`deadline_s`): the SDK's `runs.wait` reads a
+response that the server keeps alive with heartbeat bytes until the run ends, so its read
+timeout never fires on a run that never ends, and a bench once hung there. Past the
+deadline the server's row is `{"error": ...}`; leaving the server's context stops the
+server, which ends the blocked call in the measuring thread.
 """
 
 from __future__ import annotations
 
 import asyncio
 import tempfile
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +42,7 @@ from bench.live.server import LiveServer
 from bench.live.session import setup_django
 from bench.stats import summarize_ms
 
-DEFAULTS = {"roundtrips": 100, "warmup": 10, "streams": 50, "concurrent": 200}
+DEFAULTS = {"roundtrips": 100, "warmup": 10, "streams": 50, "concurrent": 200, "deadline_s": 480}
 SERVER_ENV = {"BEAMWEAVER_RATE_DECISIONS": "1000000/10"}
 """What the benchmark's server changes from the defaults (see above)."""
 
@@ -104,6 +112,25 @@ def _measure(lg: Any, p: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _bounded(work: Callable[[], dict[str, Any]], seconds: float) -> dict[str, Any]:
+    """`work()`'s result, or an error row when it raised or ran past `seconds`."""
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["result"] = work()
+        except Exception as error:  # reported as the row, not raised
+            box["result"] = {"error": f"{type(error).__name__}: {error}"}
+
+    thread = threading.Thread(target=target, name="bench-protocol", daemon=True)
+    thread.start()
+    thread.join(seconds)
+    if thread.is_alive():
+        return {"error": f"timed out after {seconds:.0f} s"}
+    result: dict[str, Any] = box["result"]
+    return result
+
+
 def _token() -> str:
     from django.contrib.auth.models import Permission, User
 
@@ -129,10 +156,15 @@ def run(engine: Any, params: dict[str, Any]) -> dict[str, Any]:
     try:
         with LiveServer(url, "single", work_dir, graphs=GRAPHS, env=SERVER_ENV) as server:
             lg_url = f"{server.base}/lg"
-            out["beamweaver"] = _measure(get_sync_client(url=lg_url, api_key=token), p)
-            if int(p["concurrent"]):
-                out["beamweaver"]["concurrent"] = asyncio.run(
-                    _concurrent(lg_url, token, int(p["concurrent"]))
+            deadline = float(p["deadline_s"])
+            client = get_sync_client(url=lg_url, api_key=token)
+            out["beamweaver"] = _bounded(lambda: _measure(client, p), deadline)
+            if int(p["concurrent"]) and "error" not in out["beamweaver"]:
+                out["beamweaver"]["concurrent"] = _bounded(
+                    lambda: asyncio.run(
+                        asyncio.wait_for(_concurrent(lg_url, token, int(p["concurrent"])), deadline)
+                    ),
+                    deadline + 10,
                 )
     finally:
         from django.db import connections
@@ -143,5 +175,6 @@ def run(engine: Any, params: dict[str, Any]) -> dict[str, Any]:
     started = time.perf_counter()
     with langgraph_dev(work_dir) as base:
         out["langgraph_start_s"] = round(time.perf_counter() - started, 1)
-        out["langgraph"] = _measure(get_sync_client(url=base, api_key="unused"), p)
+        dev_client = get_sync_client(url=base, api_key="unused")
+        out["langgraph"] = _bounded(lambda: _measure(dev_client, p), float(p["deadline_s"]))
     return out
