@@ -33,7 +33,9 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
+from django.db import router
 
+from reviews import policy_cache
 from reviews.conf import conf
 from reviews.models import ReviewItem, ReviewPolicy
 from reviews.models.policies import MAX_APPROVALS
@@ -210,18 +212,25 @@ def admin_policies() -> list[Policy]:
     return [from_row(row) for row in rows.prefetch_related("reviewer_groups", "allowed_responders")]
 
 
-def all_policies() -> list[Policy]:
-    """Every policy in force: admin rows first, then the settings they do not override."""
+def all_policies() -> tuple[Policy, ...]:
+    """Every policy in force: admin rows first, then the settings they do not override.
+
+    Compiled once per change of either (`reviews.policy_cache`), not once per item."""
+    using = router.db_for_read(ReviewPolicy)
+    return policy_cache.compiled(using, conf.policies, _compile)
+
+
+def _compile() -> tuple[Policy, ...]:
     admin = admin_policies()
     taken = {(p.graph, p.tool) for p in admin}
-    return admin + [p for p in settings_policies() if (p.graph, p.tool) not in taken]
+    return (*admin, *(p for p in settings_policies() if (p.graph, p.tool) not in taken))
 
 
 def _applies(policy: Policy, graph: str, tool: str | None) -> bool:
     return policy.graph in ("", graph) and policy.tool in ("", tool or "")
 
 
-def _for_tool(policies: list[Policy], graph: str, tool: str | None) -> Policy:
+def _for_tool(policies: Sequence[Policy], graph: str, tool: str | None) -> Policy:
     matching = [p for p in policies if _applies(p, graph, tool)]
     if not matching:
         return DEFAULT_POLICY

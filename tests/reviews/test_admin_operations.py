@@ -9,6 +9,7 @@ import pytest
 from django.contrib.auth.models import Group, User
 from django.test import Client
 
+from reviews import policies
 from reviews.models import ApiToken, OutboxMessage, ReviewPolicy
 from tests.reviews.conftest import make_reviewer
 
@@ -56,6 +57,19 @@ def test_a_policy_added_in_the_admin_has_a_version_that_follows_its_changes(
     )
     policy.refresh_from_db()
     assert policy.required_approvals == 3 and policy.version > first
+
+
+def test_policies_deleted_in_bulk_in_the_admin_no_longer_apply(staff: Client) -> None:
+    refunds = ReviewPolicy.objects.create(name="refunds", tool="issue_refund")
+    assert policies.resolve("g", ["issue_refund"]).name == "refunds"
+
+    deleted = staff.post(
+        "/admin/reviews/reviewpolicy/",
+        {"action": "delete_selected", "_selected_action": [refunds.pk], "post": "yes"},
+    )
+
+    assert deleted.status_code == 302 and not ReviewPolicy.objects.exists()
+    assert policies.resolve("g", ["issue_refund"]) == policies.DEFAULT_POLICY
 
 
 def test_an_invalid_policy_is_refused_with_the_field_error(staff: Client) -> None:

@@ -24,7 +24,9 @@ START_POST = 7
 """Session, user, the permissions and groups (one statement), the run and its thread."""
 RUN_TO_PAUSE = 18
 """The claim; the outcome with its event and the thread's status; the item's locking
-read, its policy, the item, the audit row; the notification's audience (the reviewers
+read, the policies' generation (they are compiled once per change, `reviews.policy_cache`:
+one statement, as reading the admin's policies was when there are none; two fewer with
+policies whose groups and users used to be prefetched), the item, the audit row; the notification's audience (the reviewers
 with their groups and whether they manage, one statement; an outbox row per configured
 channel: none here); the next waiting run of the thread."""
 INBOX_PUSH = 4
