@@ -168,17 +168,12 @@ class LiveCheck:
         n = len(self.fields)
         user = self.model.from_db(database, self.fields, row[:n])
         extra = dict(zip(self.extra, row[n:], strict=True))
-        setattr(user, GROUP_IDS, sorted(extra["bw_groups"] or []))
-        if not user.is_superuser:  # a superuser's permissions are never read (has_perm)
-            own, through_groups = set(extra["bw_user_perms"]), set(extra["bw_group_perms"])
-            # What ModelBackend.get_all_permissions caches (under these attribute names),
-            # read in this statement.
-            for cache, names in (
-                ("_user_perm_cache", own),
-                ("_group_perm_cache", through_groups),
-                ("_perm_cache", own | through_groups),
-            ):
-                setattr(user, cache, names)
+        prime(
+            user,
+            groups=extra["bw_groups"],
+            own=extra["bw_user_perms"],
+            through_groups=extra["bw_group_perms"],
+        )
         self.exists = bool(extra.get("bw_exists", True))
         self.hidden = bool(extra.get("bw_hidden", False))
         return user, extra["bw_session"]
@@ -192,6 +187,29 @@ class LiveCheck:
         if not self.page:
             return True
         return self.exists and (can_manage(user) or not self.hidden)
+
+
+def prime(
+    user: Any,
+    *,
+    groups: list[int] | None,
+    own: list[str] | None,
+    through_groups: list[str] | None,
+) -> None:
+    """Cache on `user` its group ids (as `group_ids` does) and its permissions by name,
+    its own and through its groups (as `ModelBackend.get_all_permissions` does, under its
+    attribute names), read by one of the statements here, so that `has_perm`,
+    `can_review`, `can_manage` and `group_ids` on it ask nothing more."""
+    setattr(user, GROUP_IDS, sorted(groups or []))
+    if user.is_superuser:  # a superuser's permissions are never read (has_perm)
+        return
+    mine, theirs = set(own or []), set(through_groups or [])
+    for cache, names in (
+        ("_user_perm_cache", mine),
+        ("_group_perm_cache", theirs),
+        ("_perm_cache", mine | theirs),
+    ):
+        setattr(user, cache, names)
 
 
 def prime_permissions(user: Any) -> None:
@@ -212,4 +230,4 @@ def prime_permissions(user: Any) -> None:
             setattr(user, name, getattr(fresh, name))
 
 
-__all__ = ["MODEL_BACKEND", "LiveCheck", "prime_permissions"]
+__all__ = ["MODEL_BACKEND", "LiveCheck", "prime", "prime_permissions"]

@@ -23,13 +23,14 @@ from reviews.cancelling import cancel_refusal
 from reviews.models import ApiToken, Decision, ReviewItem
 from reviews.permissions import can_review, visible_threads
 from reviews.services import DecisionRequest, decide
+from reviews.token_check import live_token
 
 
 class ReviewsAccess:
     """API tokens act as their user; what a user sees is what the inbox shows them."""
 
     def authenticate(self, raw_token: str) -> User | None:
-        token = ApiToken.objects.authenticate(raw_token)
+        token = live_token(raw_token)  # one statement, the user's permissions and groups primed
         if token is None or not can_review(token.user):
             return None
         now = timezone.now()

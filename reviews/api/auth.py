@@ -19,6 +19,7 @@ from django.views.decorators.csrf import csrf_exempt
 from beamweaver_core.users import User
 from reviews.models import ApiToken
 from reviews.permissions import can_review
+from reviews.token_check import live_token
 
 LAST_USED_PRECISION = timedelta(minutes=1)
 
@@ -53,7 +54,7 @@ def authenticate(request: HttpRequest) -> ApiToken | JsonResponse:
             "Send an API token as 'Authorization: Bearer <token>' (session cookies are not "
             "accepted here); an administrator creates tokens in the admin."
         )
-    token = ApiToken.objects.authenticate(raw.strip())
+    token = live_token(raw.strip())  # one statement, the user's permissions and groups primed
     if token is None:
         return _unauthenticated("This token is unknown, revoked or expired.")
     if not can_review(token.user):

@@ -28,6 +28,14 @@ def hash_token(raw: str) -> str:
     return hashlib.sha256(raw.encode()).hexdigest()
 
 
+def token_key(raw: str) -> str | None:
+    """The public key a token's text `bw_<key>_<secret>` names, or None (not a token)."""
+    parts = raw.split("_")
+    if len(parts) < 3 or parts[0] != TOKEN_PREFIX:
+        return None
+    return parts[1]
+
+
 def generate() -> tuple[str, str]:
     """A new token's public key and its full secret text `bw_<key>_<secret>`."""
     key = secrets.token_hex(4)
@@ -84,10 +92,10 @@ class ApiTokenManager(models.Manager["ApiToken"]):
 
     def authenticate(self, raw: str) -> ApiToken | None:
         """The live token whose secret is `raw`, or `None` (unknown, revoked, expired)."""
-        parts = raw.split("_")
-        if len(parts) < 3 or parts[0] != TOKEN_PREFIX:
+        key = token_key(raw)
+        if key is None:
             return None
-        token = self.select_related("user").filter(key=parts[1]).first()
+        token = self.select_related("user").filter(key=key).first()
         if token is None or not hmac.compare_digest(token.hashed, hash_token(raw)):
             return None
         if not token.is_live:
@@ -136,4 +144,4 @@ class ApiToken(models.Model):
         return True
 
 
-__all__ = ["TOKEN_PREFIX", "ApiToken", "generate", "hash_token"]
+__all__ = ["TOKEN_PREFIX", "ApiToken", "generate", "hash_token", "token_key"]

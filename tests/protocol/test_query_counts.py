@@ -17,23 +17,23 @@ from tests.reviews.conftest import run_next
 # Transactional: the hooks that run on commit run (and are counted) as on a server.
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("protocol_graphs")]
 
-CALLER = 4
-"""Every authenticated request: the token with its user, the user's permissions (two),
-and the user's groups (what they may see)."""
-THREAD_CREATE = 9
-"""The caller (without groups); whether the thread exists; the insert (BEGIN, COMMIT);
+CALLER = 1
+"""Every authenticated request: the token with its user, the user's permissions and its
+groups (what they may see), in one statement (`reviews.token_check`)."""
+THREAD_CREATE = 7
+"""The caller; whether the thread exists; the insert (BEGIN, COMMIT);
 its runs, for the status."""
-RUN_START = 16
+RUN_START = 13
 """The caller; the visible thread; whether it is busy; the thread's upsert, its queued
 runs, the run and its protocol record, in one transaction (BEGIN, savepoint, COMMIT);
 the record again for the answer."""
-RUN_RESUME = 37
+RUN_RESUME = 32
 """The caller; the visible thread, its latest run's options (the graph's breakpoints),
 whether it is busy; then one transaction: the decision service (the item, who may decide
 it, the run, the locked item, approvals, decisions, the decision, the resume run, the
 item's status, the audit row, the DECIDED notification's audience), the resume run and
 its protocol record; the record again for the answer."""
-JOIN = 9
+JOIN = 6
 """The caller; the visible thread and the run; the run again (stopped); the thread and
 its latest run's options for its values."""
 
