@@ -8,7 +8,6 @@ import uuid
 
 from django.db import transaction
 from django.db.models import QuerySet
-from django.utils import timezone
 
 from beamweaver_core.models import Run, Thread
 from beamweaver_core.runtime.answers import (
@@ -18,7 +17,6 @@ from beamweaver_core.runtime.answers import (
     AnswerRequest,
 )
 from beamweaver_core.users import User
-from reviews.api.auth import LAST_USED_PRECISION
 from reviews.cancelling import cancel_refusal
 from reviews.models import ApiToken, Decision, ReviewItem
 from reviews.permissions import can_review, visible_threads
@@ -33,9 +31,7 @@ class ReviewsAccess:
         token = live_token(raw_token)  # one statement, the user's permissions and groups primed
         if token is None or not can_review(token.user):
             return None
-        now = timezone.now()
-        if token.last_used_at is None or now - token.last_used_at > LAST_USED_PRECISION:
-            ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
+        token.touch()
         return token.user
 
     def visible_threads(self, user: User) -> QuerySet[Thread]:

@@ -8,13 +8,13 @@ of the review API: the token with its user, the user's permissions (two queries,
 This statement reads them together, as `reviews.live_check` does for a live page, and
 primes the user as `ModelBackend` and `group_ids` cache them, so `can_review`,
 `can_manage`, `group_ids` and `visible_threads` on it ask nothing more in the request.
-The rules stay in Python: the hash is compared in constant time and the token's
-liveness and the user's permission are decided by `ApiToken.is_live` and `can_review`.
+The rules stay in Python: whether the text is the live token's is `ApiToken.accepts`
+(constant-time), the user's permission `can_review`.
 """
 
 from __future__ import annotations
 
-import hmac
+import functools
 from typing import Any
 
 from django.contrib.auth import get_user_model
@@ -24,7 +24,7 @@ from django.db.models import OuterRef, QuerySet, Value
 from django.db.models.functions import Concat
 
 from reviews.live_check import LiveCheck, prime
-from reviews.models.tokens import ApiToken, hash_token, token_key
+from reviews.models.tokens import ApiToken, token_key
 from reviews.statements import compiled, fetch
 
 STAND_IN = "bw-token-check-key"
@@ -33,6 +33,7 @@ STAND_IN = "bw-token-check-key"
 _EXTRA = ("bw_user_perms", "bw_group_perms", "bw_groups")
 
 
+@functools.cache
 def _fields() -> tuple[list[str], list[str]]:
     tokens = [f.attname for f in ApiToken._meta.concrete_fields]
     users = [f.attname for f in get_user_model()._meta.concrete_fields]
@@ -87,7 +88,7 @@ def live_token(raw: str) -> ApiToken | None:
     token_fields, user_fields = _fields()
     n, m = len(token_fields), len(token_fields) + len(user_fields)
     token = ApiToken.from_db(database, token_fields, row[:n])
-    if not hmac.compare_digest(token.hashed, hash_token(raw)) or not token.is_live:
+    if not token.accepts(raw):
         return None
     user = get_user_model().from_db(database, user_fields, row[n:m])
     own, through_groups, groups = row[m:]

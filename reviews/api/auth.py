@@ -9,19 +9,15 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from datetime import timedelta
 from typing import Any, Concatenate, ParamSpec, cast
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 
 from beamweaver_core.users import User
 from reviews.models import ApiToken
 from reviews.permissions import can_review
 from reviews.token_check import live_token
-
-LAST_USED_PRECISION = timedelta(minutes=1)
 
 _P = ParamSpec("_P")
 
@@ -59,9 +55,7 @@ def authenticate(request: HttpRequest) -> ApiToken | JsonResponse:
         return _unauthenticated("This token is unknown, revoked or expired.")
     if not can_review(token.user):
         return error(403, "forbidden", "The token's user does not have the reviewer permission.")
-    now = timezone.now()
-    if token.last_used_at is None or now - token.last_used_at > LAST_USED_PRECISION:
-        ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
+    token.touch()
     return token
 
 

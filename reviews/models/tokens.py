@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import IntegrityError, models, transaction
@@ -21,6 +21,8 @@ from django.utils import timezone
 from beamweaver_core.users import User
 
 TOKEN_PREFIX = "bw"
+LAST_USED_PRECISION = timedelta(minutes=1)
+"""How stale `last_used_at` may be: a token in use is written once a minute, not per request."""
 
 
 def hash_token(raw: str) -> str:
@@ -96,11 +98,7 @@ class ApiTokenManager(models.Manager["ApiToken"]):
         if key is None:
             return None
         token = self.select_related("user").filter(key=key).first()
-        if token is None or not hmac.compare_digest(token.hashed, hash_token(raw)):
-            return None
-        if not token.is_live:
-            return None
-        return token
+        return token if token is not None and token.accepts(raw) else None
 
 
 class ApiToken(models.Model):
@@ -127,6 +125,18 @@ class ApiToken(models.Model):
     def __str__(self) -> str:
         return f"{self.name} ({TOKEN_PREFIX}_{self.key}_…) for {self.user}"
 
+    def accepts(self, raw: str) -> bool:
+        """Whether `raw` is this token's secret text (compared in constant time) and the
+        token is live."""
+        return hmac.compare_digest(self.hashed, hash_token(raw)) and self.is_live
+
+    def touch(self) -> None:
+        """Record a use, at most once per `LAST_USED_PRECISION` (not a write per request)."""
+        now = timezone.now()
+        if self.last_used_at is None or now - self.last_used_at > LAST_USED_PRECISION:
+            ApiToken.objects.filter(pk=self.pk).update(last_used_at=now)
+            self.last_used_at = now
+
     @property
     def is_live(self) -> bool:
         now = timezone.now()
@@ -144,4 +154,4 @@ class ApiToken(models.Model):
         return True
 
 
-__all__ = ["TOKEN_PREFIX", "ApiToken", "generate", "hash_token", "token_key"]
+__all__ = ["LAST_USED_PRECISION", "TOKEN_PREFIX", "ApiToken", "generate", "hash_token", "token_key"]

@@ -117,7 +117,12 @@ JUNK = st.one_of(
     st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
 )
 OUT_OF_RANGE = st.one_of(
-    st.integers(max_value=0), st.integers(min_value=6), st.floats(1.1, 4.9), st.text(max_size=3)
+    st.integers(max_value=0),
+    st.integers(min_value=6),
+    # Not 2.0, 3.0 or 4.0: JSON Schema counts a float with no fraction as an integer, so
+    # those are in range (a CI find: 2.0 was accepted, rightly, and the test expected 422).
+    st.floats(1.1, 4.9).filter(lambda x: not x.is_integer()),
+    st.text(max_size=3),
 )
 
 
