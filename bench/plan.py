@@ -243,6 +243,8 @@ _LIVE: tuple[Config, ...] = (
     _push("single", 50, True),
     _push("redis", 50, True),
     _push("single", 10, False),
+    _push("single", 100, True),
+    _push("redis", 100, True),
     _decision("single"),
     _decision("redis"),
     _serving("single"),
