@@ -23,6 +23,8 @@ class Options:
     """Smaller sizes and shorter faults (a harness check, minutes for the whole group)."""
     minutes: float = 30.0
     """How long the soak (case 49) runs; other cases ignore it."""
+    paused: int = 2000
+    """How many paused threads the soak (case 49) keeps pending; other cases ignore it."""
     seed: int = 0
     keep: bool = False
     """Leave databases and logs behind for a look afterwards."""

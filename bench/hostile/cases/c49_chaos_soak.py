@@ -2,7 +2,7 @@
 
 Scale (reliability.md asks for 2,000 paused threads, 40 reviewers and 3 workers for 30
 minutes; this box has 2 cores shared by daphne, the workers, Postgres, Redis and the
-harness): a pool of 2,000 paused threads of the ledger agent (quick 60) kept
+harness): a pool of 2,000 paused threads (`--paused`) of the ledger agent (quick 60) kept
 topped up as they are decided, 8 reviewers, 3 worker processes (quick: 2) with one
 thread each, interrupts taken at `RATE` per second (3; quick 2), each raced by 2
 reviewers (two POSTs at once, distinct client decision ids), 10 % followed by a replay of
@@ -358,7 +358,7 @@ def _recoveries(rig: Rig, faults: Faults) -> dict[str, Any]:
 def run(options: Options) -> Outcome:
     minutes = 2.0 if options.quick else options.minutes
     seconds = minutes * 60
-    pool = 60 if options.quick else 2000
+    pool = 60 if options.quick else options.paused
     rate = 2.0 if options.quick else 3.0
     workers = 2 if options.quick else 3
     tally = Tally()
@@ -384,7 +384,8 @@ def run(options: Options) -> Outcome:
         with crash_rig(workers=workers, keep=options.keep) as rig:
             team = [create_reviewer(f"soak-{k}") for k in range(REVIEWERS)]
             rig.start_runs(pool, "send_email", "soak-setup")
-            deadline = time.monotonic() + 600
+            # the runs pause at the workers' pace (~20/s here): allow for a bigger pool
+            deadline = time.monotonic() + max(600.0, pool / 10)
             while len(rig.pending_items()) < pool * 0.9 and time.monotonic() < deadline:
                 time.sleep(1.0)
             figures["paused_at_start"] = len(rig.pending_items())
