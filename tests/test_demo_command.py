@@ -11,6 +11,7 @@ would.
 from __future__ import annotations
 
 import html
+import json
 import os
 import re
 import signal
@@ -37,7 +38,13 @@ from tests.support.processes import ROOT, database_url_for_children
 pytestmark = pytest.mark.processes
 
 # No key: the demo agent must run offline on its scripted model.
-_KEYS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "BEAMWEAVER_GRAPHS", "REDIS_URL")
+_KEYS = (
+    "OPENAI_API_KEY",
+    "ANTHROPIC_API_KEY",
+    "BEAMWEAVER_GRAPHS",
+    "REDIS_URL",
+    "BEAMWEAVER_BASE_URL",
+)
 
 
 def free_port() -> int:
@@ -117,6 +124,14 @@ def test_demo_serves_the_inbox_and_its_requests_wait_for_review(tmp_path: Path) 
                 log.read_text(),
             )
             time.sleep(0.3)
+        # The review API's deep links point at the port the demo serves on (they used
+        # to name the default http://localhost:8000 whatever --port said).
+        request = urllib.request.Request(
+            f"{url}api/v1/items/", headers={"Authorization": f"Bearer {printed.group(2)}"}
+        )
+        with urllib.request.urlopen(request, timeout=10) as response:
+            items = json.loads(response.read())["items"]
+        assert items and all(i["url"].startswith(f"{url}items/") for i in items), items
 
     output = log.read_text()
     assert "Queued 3 demo requests" in output

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import secrets
 import socket
 import subprocess
@@ -76,6 +77,11 @@ class Command(BaseCommand):
     ) -> None:
         if not 0 < port < 65536:
             raise CommandError(f"--port must be between 1 and 65535, got {port}.")
+        url = f"http://{host}:{port}/"
+        if not os.environ.get("BEAMWEAVER_BASE_URL"):
+            # Deep links (the review API's items, notifications) point at this server,
+            # whatever --port says, unless the user chose where they point.
+            settings.BEAMWEAVER["BASE_URL"] = url.rstrip("/")
         self.stdout.write("Preparing the database (embedded Postgres unless DATABASE_URL is set)…")
         call_command("migrate", interactive=False, verbosity=0)
         password = self._reviewer(username, admin=True)
@@ -97,7 +103,6 @@ class Command(BaseCommand):
         if tickets and not no_seed and not Thread.objects.filter(graph=IT_GRAPH).exists():
             service.start_run(IT_GRAPH, {"messages": [{"role": "user", "content": IT_REQUEST}]})
             self.stdout.write(f"Queued a request to {IT_GRAPH} (MCP and LangChain tools).")
-        url = f"http://{host}:{port}/"
 
         def ready() -> None:
             self.stdout.write(
