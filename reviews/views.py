@@ -110,7 +110,6 @@ def _item_page(
             "form": form,
             "reveal": form.revealed,
             "outcome": outcome,
-            "thread": item.thread,
             "ws_url": f"/ws/items/{item.pk}/?digest={item.digest}",
         }
     )
@@ -167,7 +166,10 @@ def decide_view(request: AuthedRequest, pk: int) -> HttpResponse:
     status = http_status(outcome)
     if status == 404:
         raise Http404("No such review item.")
-    item.refresh_from_db()
+    if outcome.recorded and outcome.item is not None and outcome.item.pk == item.pk:
+        item = outcome.item  # as the service left it, locked and written: no re-read
+    else:
+        item.refresh_from_db()
     if outcome.recorded and not request.htmx:
         messages.success(request, outcome.message)
         return HttpResponseRedirect(reverse("reviews:item", args=[item.pk]))
