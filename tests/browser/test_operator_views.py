@@ -119,6 +119,40 @@ def test_at_phone_width_the_item_page_leads_with_a_decide_bar_that_decides(
     wait_for(lambda: ReviewItem.objects.get(pk=item.pk).status == "decided")
 
 
+def test_at_phone_width_a_field_scrolled_into_view_is_not_hidden_under_the_decide_bar(
+    sessions: Any,
+) -> None:
+    """Scrolling that brings a field to the nearest edge of the screen (what
+    `scrollIntoView({block: "nearest"})` does, and keyboard focus in some browsers) puts it
+    at the bottom, where the sticky decide bar sits: the page keeps such fields above the
+    bar (it used to cover them)."""
+    alice = sessions(make_reviewer("alice"))
+    service.start_run("tool_review", {"calls": REFUND}, thread_id="phone-scroll")
+    item = paused_item("phone-scroll")
+    alice.page.set_viewport_size(PHONE)
+
+    page = alice.open(f"/items/{item.pk}/")
+    alice.wait_live()
+    # The first field of the form below the first screen, brought into view.
+    found = page.evaluate(
+        """() => {
+            const field = [...document.querySelectorAll(
+                "#decision-panel input:not([type=hidden]), #decision-panel textarea")]
+              .filter(e => !e.closest("#decide-bar") && e.offsetParent !== null)
+              .find(e => e.getBoundingClientRect().top > window.innerHeight);
+            if (!field) return false;
+            field.setAttribute("data-test-target", "");
+            field.scrollIntoView({block: "nearest"});
+            return true;
+        }"""
+    )
+    assert found, "the form fits on the first screen: nothing to scroll to"
+    box = page.locator("[data-test-target]").bounding_box()
+    bar = page.locator("#decide-bar").bounding_box()
+    assert box and bar
+    assert box["y"] + box["height"] <= bar["y"], (box, bar)
+
+
 def _png_width(path: Path) -> int:
     with path.open("rb") as data:
         header = data.read(24)
