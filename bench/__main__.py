@@ -1,6 +1,6 @@
 """`python -m bench`: the side-by-side suite, BeamWeaver vs LangGraph, in one run.
 
-    python -m bench                  # --full: the published table (about 10 minutes)
+    python -m bench                  # --full: the published table (about 50 minutes)
     python -m bench --quick          # CI-sized smoke run: tiny sizes, checks the harness
     python -m bench --only linear,hitl --reps 5
     python -m bench --only linear_memory,hitl_postgres --reps 1 --profile 25
