@@ -98,16 +98,22 @@ def test_at_desktop_width_the_menu_filters_and_batch_bar_are_open(sessions: Any)
     assert "Run send_email as proposed?" in page.inner_text("#inbox-rows > li .row-summary")
 
 
+def _phone_item_page(sessions: Any, thread_id: str) -> tuple[Any, ReviewItem]:
+    """A refund paused for review on `thread_id`, its item page open and live for a
+    reviewer at phone width."""
+    alice = sessions(make_reviewer("alice"))
+    service.start_run("tool_review", {"calls": REFUND}, thread_id=thread_id)
+    item = paused_item(thread_id)
+    alice.page.set_viewport_size(PHONE)
+    page = alice.open(f"/items/{item.pk}/")
+    alice.wait_live()
+    return page, item
+
+
 def test_at_phone_width_the_item_page_leads_with_a_decide_bar_that_decides(
     sessions: Any,
 ) -> None:
-    alice = sessions(make_reviewer("alice"))
-    service.start_run("tool_review", {"calls": REFUND}, thread_id="phone-decide")
-    item = paused_item("phone-decide")
-    alice.page.set_viewport_size(PHONE)
-
-    page = alice.open(f"/items/{item.pk}/")
-    alice.wait_live()
+    page, item = _phone_item_page(sessions, "phone-decide")
 
     assert _in_first_screen(page, "#decide-bar")
     assert _in_first_screen(page, ".action-card h3")
@@ -126,13 +132,7 @@ def test_at_phone_width_a_field_scrolled_into_view_is_not_hidden_under_the_decid
     `scrollIntoView({block: "nearest"})` does, and keyboard focus in some browsers) puts it
     at the bottom, where the sticky decide bar sits: the page keeps such fields above the
     bar (it used to cover them)."""
-    alice = sessions(make_reviewer("alice"))
-    service.start_run("tool_review", {"calls": REFUND}, thread_id="phone-scroll")
-    item = paused_item("phone-scroll")
-    alice.page.set_viewport_size(PHONE)
-
-    page = alice.open(f"/items/{item.pk}/")
-    alice.wait_live()
+    page, _item = _phone_item_page(sessions, "phone-scroll")
     # The first field of the form below the first screen, brought into view.
     found = page.evaluate(
         """() => {
