@@ -330,6 +330,9 @@ def _vs_langgraph_dev(label: str, key: str, stat: str, target: Target | None = N
     return Metric(label, ("beamweaver", key, stat), "ms", target, ("langgraph", key, stat))
 
 
+IN_PROCESS_BOUND = WithinFactOf(2, "hitl_postgres_ms", "in-process")
+"""Issue 15's second target; shown beside the floor too, which it is below."""
+
 PROTOCOL = Config(
     "protocol",
     "10. protocol over HTTP, official Python SDK: BeamWeaver /lg (daphne + in-process "
@@ -350,9 +353,26 @@ PROTOCOL = Config(
             "same, vs BeamWeaver's in-process Postgres HITL round trip (row 3)",
             ("beamweaver", "roundtrip_ms", "median"),
             "ms",
-            WithinFactOf(2, "hitl_postgres_ms", "in-process"),
+            IN_PROCESS_BOUND,
         ),
         _vs_langgraph_dev("HITL round trip p99", "roundtrip_ms", "p99"),
+        _vs_langgraph_dev(
+            "its floor: three authenticated requests that start nothing (assistants.get x 3, "
+            "median)",
+            "floor_ms",
+            "median",
+            ForComparison(IN_PROCESS_BOUND),
+        ),
+        Metric(
+            "server CPU per round trip (daphne, the workers in it; warm-up included)",
+            ("beamweaver", "server_cpu_ms_per_roundtrip"),
+            "ms",
+        ),
+        Metric(
+            "server CPU per floor (three assistants.get)",
+            ("beamweaver", "server_cpu_ms_per_floor"),
+            "ms",
+        ),
         _vs_langgraph_dev("SSE: stream call → first event (median)", "first_event_ms", "median"),
         _vs_langgraph_dev("SSE: stream call → first event p99", "first_event_ms", "p99"),
         _vs_langgraph_dev(

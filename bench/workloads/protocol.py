@@ -8,6 +8,11 @@ in-memory), in this one process, one after the other, on the same machine:
 - SSE first event: `runs.stream` of the `linear` graph on a new thread, from the call to
   the first event (`metadata`) and to the first `updates` event (the run has started on a
   worker and finished a step), `streams` times;
+- the floor under that round trip: the same number of requests (three) through the same
+  SDK, each authenticated and each doing the least the protocol offers (`assistants.get`
+  of the graph: the token checked, no run, no thread), timed the same way; and, on
+  BeamWeaver, the server's CPU time (daphne's user + system, where its in-process workers
+  also run) per round trip and per three floor requests;
 - `concurrent` streams at once on one server (BeamWeaver only): that many clients each
   stream a stateless `linear` run to its `end` with the async SDK; the wall time for all,
   each stream's time, and how many did not reach `end`.
@@ -61,6 +66,24 @@ def _roundtrips(lg: Any, count: int, warmup: int) -> list[float]:
     return seconds
 
 
+FLOOR_REQUESTS = 3
+"""Requests in one HITL round trip (`threads.create` and two `runs.wait`), so in its floor."""
+
+
+def _floor(lg: Any, count: int, warmup: int) -> list[float]:
+    """`count` times (after `warmup`): three authenticated requests that start nothing."""
+    # By its id: `langgraph dev` takes a graph's name as an assistant id for runs, not here.
+    assistant_id = lg.assistants.search(graph_id="ask", limit=1)[0]["assistant_id"]
+    seconds = []
+    for index in range(warmup + count):
+        started = time.perf_counter()
+        for _ in range(FLOOR_REQUESTS):
+            assert lg.assistants.get(assistant_id)["graph_id"] == "ask"
+        if index >= warmup:
+            seconds.append(time.perf_counter() - started)
+    return seconds
+
+
 def _first_events(lg: Any, count: int) -> dict[str, list[float]]:
     first: list[float] = []
     update: list[float] = []
@@ -103,13 +126,35 @@ async def _concurrent(url: str, token: str, count: int) -> dict[str, Any]:
     }
 
 
-def _measure(lg: Any, p: dict[str, Any]) -> dict[str, Any]:
+def _measure(lg: Any, p: dict[str, Any], cpu: Callable[[], float] | None = None) -> dict[str, Any]:
+    """The round trips, their floor and the first events; with `cpu` (the server's CPU
+    seconds so far), the server's CPU milliseconds per round trip and per floor."""
     firsts = _first_events(lg, int(p["streams"]))
-    return {
-        "roundtrip_ms": summarize_ms(_roundtrips(lg, int(p["roundtrips"]), int(p["warmup"]))),
-        "first_event_ms": summarize_ms(firsts["first"]),
-        "first_update_ms": summarize_ms(firsts["update"]),
-    }
+    count, warmup = int(p["roundtrips"]), int(p["warmup"])
+    out: dict[str, Any] = {}
+    for key, work in (("roundtrip", _roundtrips), ("floor", _floor)):
+        before = cpu() if cpu else 0.0
+        seconds = work(lg, count, warmup)
+        if cpu:
+            spent = cpu() - before  # warm-up included: per measured one, an upper bound
+            out[f"server_cpu_ms_per_{key}"] = round(spent * 1000 / (count + warmup), 2)
+        out[f"{key}_ms"] = summarize_ms(seconds)
+    out["first_event_ms"] = summarize_ms(firsts["first"])
+    out["first_update_ms"] = summarize_ms(firsts["update"])
+    return out
+
+
+def _cpu_seconds(pid: int) -> Callable[[], float]:
+    """A reader of process `pid`'s CPU seconds (user + system) so far."""
+    import psutil
+
+    process = psutil.Process(pid)
+
+    def read() -> float:
+        times = process.cpu_times()
+        return float(times.user + times.system)
+
+    return read
 
 
 def _bounded(work: Callable[[], dict[str, Any]], seconds: float) -> dict[str, Any]:
@@ -158,7 +203,8 @@ def run(engine: Any, params: dict[str, Any]) -> dict[str, Any]:
             lg_url = f"{server.base}/lg"
             deadline = float(p["deadline_s"])
             client = get_sync_client(url=lg_url, api_key=token)
-            out["beamweaver"] = _bounded(lambda: _measure(client, p), deadline)
+            cpu = _cpu_seconds(server.pids()["daphne"])
+            out["beamweaver"] = _bounded(lambda: _measure(client, p, cpu), deadline)
             if int(p["concurrent"]) and "error" not in out["beamweaver"]:
                 out["beamweaver"]["concurrent"] = _bounded(
                     lambda: asyncio.run(
