@@ -1,4 +1,4 @@
-"""Workload 9, the LangGraph Platform protocol over HTTP, through the official Python SDK
+"""Workload 10, the LangGraph Platform protocol over HTTP, through the official Python SDK
 (`langgraph-sdk`), on BeamWeaver's `/lg` and on LangGraph's own server (`langgraph dev`,
 in-memory), in this one process, one after the other, on the same machine:
 
