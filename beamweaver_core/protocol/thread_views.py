@@ -64,7 +64,8 @@ def create(request: HttpRequest, user: Any) -> dict[str, Any]:
             thread = Thread.objects.create(id=thread_id, graph=graph, metadata=metadata)
     except IntegrityError:
         raise ProtocolError(409, f"Thread {thread_id!r} already exists.") from None
-    return shown(thread)
+    # Just created: no run, no checkpoint, so nothing to read for its status and state.
+    return representations.thread(thread, None, busy=False)
 
 
 def get(request: HttpRequest, user: Any, thread_id: str) -> dict[str, Any]:

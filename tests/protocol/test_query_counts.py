@@ -20,9 +20,9 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("
 CALLER = 1
 """Every authenticated request: the token with its user, the user's permissions and its
 groups (what they may see), in one statement (`reviews.token_check`)."""
-THREAD_CREATE = 7
-"""The caller; whether the thread exists; the insert (BEGIN, COMMIT);
-its runs, for the status."""
+THREAD_CREATE = 5
+"""The caller; whether the thread exists; the insert (BEGIN, COMMIT). A thread just
+created has no runs to read for its status."""
 RUN_START = 13
 """The caller; the visible thread; whether it is busy; the thread's upsert, its queued
 runs, the run and its protocol record, in one transaction (BEGIN, savepoint, COMMIT);
