@@ -174,12 +174,6 @@ _default_db["OPTIONS"].setdefault("application_name", os.environ.get("PGAPPNAME"
 # BEAMWEAVER_DB_PREPARE=0 behind a pooler that cannot keep prepared statements.
 if _env_bool("BEAMWEAVER_DB_PREPARE", True):
     _default_db["OPTIONS"].setdefault("prepare_threshold", 2**31 - 1)
-# Parameters bound on the server, by psycopg's own cursor and its C dumpers, instead of
-# Django's default client-side binding, which quotes each parameter into the SQL text in
-# Python: 12-15 % of the server's CPU per protocol round trip (docs/performance.md).
-# Binding prepares nothing by itself (the threshold above, or Django's None), so poolers
-# in transaction mode are unaffected.
-_default_db["OPTIONS"].setdefault("server_side_binding", True)
 _default_db["TEST"] = {"NAME": os.environ.get("BEAMWEAVER_TEST_DB", "test_beamweaver")}
 DATABASES = {"default": _default_db}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
