@@ -55,11 +55,12 @@ class ReviewsAnswers:
 
     def answer(self, request: AnswerRequest) -> AnswerOutcome:
         # One transaction: the resume run that the first decision queues is not visible to
-        # workers before the last answer has joined it, so the thread resumes once.
+        # workers before the last answer has joined it, so the thread resumes once. No
+        # savepoint inside a caller's transaction: a refusal returns, it does not raise.
         decided: list[str] = []
         recorded = False
-        run_id = None
-        with transaction.atomic():
+        run = None
+        with transaction.atomic(savepoint=False):
             for interrupt_id, value in request.answers.items():
                 item = (
                     ReviewItem.objects.filter(
@@ -89,24 +90,24 @@ class ReviewsAnswers:
                     return AnswerOutcome(
                         outcome.code,
                         outcome.message,
-                        run_id=run_id,
+                        run=run,
                         interrupt_id=interrupt_id,
                         answered=tuple(decided),
                         problems=tuple(outcome.problems),
                     )
                 decided.append(interrupt_id)
                 if outcome.decision is not None and outcome.decision.resume_run_id is not None:
-                    run_id = outcome.decision.resume_run_id
+                    run = outcome.decision.resume_run
         if recorded:
             return AnswerOutcome(
                 APPROVAL_RECORDED,
                 "The approval was recorded; the run resumes once the other reviewers the "
                 "item's policy requires have approved it.",
-                run_id=run_id,
+                run=run,
                 answered=tuple(decided),
             )
         return AnswerOutcome(
-            ACCEPTED, "Answered; the run resumes.", run_id=run_id, answered=tuple(decided)
+            ACCEPTED, "Answered; the run resumes.", run=run, answered=tuple(decided)
         )
 
 

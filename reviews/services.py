@@ -280,7 +280,12 @@ def _accept(
     summary: str,
 ) -> DecisionOutcome:
     try:
+        # The resume first, so the decision is inserted once, naming it; should the insert
+        # still fail, the savepoint takes the resume back with it.
         with transaction.atomic():
+            resume = runtime_service.resume_thread(
+                item.thread_id, {item.interrupt_id: answer}, user=request.user
+            )
             decision = Decision.objects.create(
                 item=item,
                 user=request.user,
@@ -296,12 +301,8 @@ def _accept(
                 bindings=answers.bindings(answer),
                 policy_version=item.policy_version,
                 outcome=Code.ACCEPTED,
+                resume_run=resume,
             )
-            resume = runtime_service.resume_thread(
-                item.thread_id, {item.interrupt_id: answer}, user=request.user
-            )
-            decision.resume_run = resume
-            decision.save(update_fields=["resume_run"])
     except IntegrityError:
         return _key_reused(request, item, KEY_REUSED_ITEM)
     except (BeamWeaverError, LookupError, ValueError) as exc:

@@ -207,14 +207,14 @@ def _answer(
     # the decision commits, and a later insert referencing the run would hold its row
     # (`FOR KEY SHARE`) while a woken worker's claim skips locked runs, leaving the run
     # to the next poll. Nothing raises inside: a refusal keeps what the service stored.
-    run = None
     with transaction.atomic():
         outcome = answers().answer(AnswerRequest(user=user, thread_id=thread.id, answers=chosen))
-        if outcome.code in (ACCEPTED, APPROVAL_RECORDED) and outcome.run_id is not None:
-            run = Run.objects.get(id=outcome.run_id)
-            # A run that an earlier answer of the thread queued keeps its record.
+        run = outcome.run if outcome.code in (ACCEPTED, APPROVAL_RECORDED) else None
+        if run is not None:
+            # A run that an earlier answer of the thread queued keeps its record, so the
+            # answer reads the stored one (by id: this one is not cached as `run.protocol`).
             ProtocolRun.objects.bulk_create(
-                [ProtocolRun(run=run, **_record(graph, body, webhook, stateless=False))],
+                [ProtocolRun(run_id=run.pk, **_record(graph, body, webhook, stateless=False))],
                 ignore_conflicts=True,
             )
     if run is None:

@@ -37,7 +37,10 @@ RUN_STATUS_FILTER = {
 
 
 def _shown(run: Run) -> dict[str, Any]:
-    return representations.run(run, ProtocolRun.objects.filter(run_id=run.id).first())
+    # The record `launch` just stored is cached on its run; any other is read.
+    cached = Run.protocol.is_cached(run)
+    record = run.protocol if cached else ProtocolRun.objects.filter(run_id=run.id).first()
+    return representations.run(run, record)
 
 
 def located(response: R, run: Run, suffix: str = "") -> R:

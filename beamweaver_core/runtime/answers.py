@@ -18,6 +18,7 @@ from typing import Any, Protocol
 from uuid import UUID
 
 from beamweaver_core.exceptions import BeamWeaverError
+from beamweaver_core.models import Run
 from beamweaver_core.users import User
 
 ACCEPTED = "accepted"
@@ -65,12 +66,13 @@ class AnswerOutcome:
 
     `code` is `ACCEPTED`, `APPROVAL_RECORDED` or one of `REFUSALS`; for a refusal,
     `interrupt_id` names the refused answer and `answered` the interrupts of the same
-    request that were decided before it (they stand, and resume the thread as `run_id`).
+    request that were decided before it (they stand, and resume the thread as `run`, the
+    queued resume run, as the decision service left it in the caller's transaction).
     """
 
     code: str
     message: str
-    run_id: UUID | None = None
+    run: Run | None = None
     interrupt_id: str | None = None
     answered: tuple[str, ...] = ()
     problems: tuple[dict[str, Any], ...] = field(default_factory=tuple)
@@ -78,6 +80,10 @@ class AnswerOutcome:
     @property
     def accepted(self) -> bool:
         return self.code == ACCEPTED
+
+    @property
+    def run_id(self) -> UUID | None:
+        return None if self.run is None else self.run.pk
 
 
 class AnswerService(Protocol):

@@ -23,16 +23,18 @@ groups (what they may see), in one statement (`reviews.token_check`)."""
 THREAD_CREATE = 5
 """The caller; whether the thread exists; the insert (BEGIN, COMMIT). A thread just
 created has no runs to read for its status."""
-RUN_START = 13
+RUN_START = 12
 """The caller; the visible thread; whether it is busy; the thread's upsert, its queued
-runs, the run and its protocol record, in one transaction (BEGIN, savepoint, COMMIT);
-the record again for the answer."""
-RUN_RESUME = 32
+runs, the run and its protocol record, in one transaction (BEGIN, savepoint, COMMIT).
+The answer shows the record just stored, without reading it again."""
+RUN_RESUME = 28
 """The caller; the visible thread, its latest run's options (the graph's breakpoints),
 whether it is busy; then one transaction: the decision service (the item, who may decide
-it, the run, the locked item, approvals, decisions, the decision, the resume run, the
-item's status, the audit row, the DECIDED notification's audience), the resume run and
-its protocol record; the record again for the answer."""
+it, the run, the locked item, approvals, decisions, the resume run, the decision naming
+it in one insert, the item's status, the audit row, the DECIDED notification's audience)
+and the resume run's protocol record; the record again for the answer (an earlier
+answer's may stand). The answer service opens no savepoint of its own, and the resume run
+comes back from the decision service rather than being read again."""
 JOIN = 6
 """The caller; the visible thread and the run; the run again (stopped); the thread and
 its latest run's options for its values."""

@@ -36,10 +36,11 @@ for a push)."""
 INBOX_PAGE = 7
 """Session, user, the permissions and groups (one statement); the page's size and the
 four capped counts (one statement); the page's ids, its rows; the filter menus."""
-DECISION_POST = 27
+DECISION_POST = 26
 """Session, user, the permissions and groups (one statement); the item and its
-visibility; the decision service (locking reads, the decision, the resume run, the item,
-the audit row, the audience of the DECIDED notification); then the panel it answers with
+visibility; the decision service (locking reads, the resume run, the decision naming it
+in one insert, the item, the audit row, the audience of the DECIDED notification); then
+the panel it answers with
 (the item as the service left it, not read again; its decision, the next pending item,
 its viewers)."""
 
