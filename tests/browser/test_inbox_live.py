@@ -199,6 +199,52 @@ def test_a_phone_width_inbox_and_item_page_fit_the_screen(sessions: Any) -> None
         assert width <= 375, f"{path} is {width}px wide"
 
 
+def test_every_rows_meta_line_keeps_its_place_whatever_the_summary(sessions: Any) -> None:
+    """Desktop: graph, thread and age at the top right of every row, beside the badge
+    line, also when a long summary fills the row below; phone: under the summary."""
+    alice = sessions(make_reviewer("alice"))
+    summaries = ["", "Send 3 emails", "Refund 42.00 EUR to the card ending 4242 " * 4]
+    rows = []
+    for n, summary in enumerate(summaries):
+        service.start_run("tool_review", {}, thread_id=f"meta-{n}")
+        item = paused_item(f"meta-{n}")
+        ReviewItem.objects.filter(pk=item.pk).update(summary=summary)
+        rows.append(f"#item-row-{item.pk}")
+
+    def boxes(row: str) -> dict[str, Any]:
+        page = alice.page
+        return {
+            part: page.locator(f"{row} {selector}").bounding_box()
+            for part, selector in {
+                "link": ".row-link",
+                "badge": ".row-main .badge",
+                "meta": ".row-meta",
+                "summary": ".row-summary",
+            }.items()
+            if page.locator(f"{row} {selector}").count()
+        }
+
+    alice.page.set_viewport_size({"width": 1280, "height": 900})
+    alice.open("/")
+    alice.wait_live()  # the list as the live resync left it
+    for row in rows:
+        box = boxes(row)
+        link, meta, badge = box["link"], box["meta"], box["badge"]
+        assert abs(meta["y"] - badge["y"]) < badge["height"], f"{row}: meta not on the top line"
+        assert link["x"] + link["width"] - (meta["x"] + meta["width"]) < 24, f"{row}: not right"
+        if "summary" in box:
+            summary = box["summary"]
+            assert summary["x"] + summary["width"] <= meta["x"] + 1, f"{row}: summary under meta"
+
+    alice.page.set_viewport_size({"width": 375, "height": 740})
+    alice.open("/")
+    alice.wait_live()
+    for row in rows[1:]:
+        box = boxes(row)
+        assert box["meta"]["y"] >= box["summary"]["y"] + box["summary"]["height"] - 1
+    assert alice.page.evaluate("document.documentElement.scrollWidth") <= 375
+
+
 def test_a_run_started_from_the_page_pauses_live_and_completes(sessions: Any) -> None:
     """Alice starts the run, so she is not offered Approve or Edit and the page says why;
     a self-approval sent anyway (a stale or crafted form) is refused in place, not shown

@@ -291,7 +291,9 @@ def test_rollback_restores_the_state_and_keeps_the_run_as_a_record(
         return {"before": before, "after": after, "kept": kept}
 
     ours, theirs = on_both(both, scenario)
-    assert ours["after"] == theirs["after"] == {"log": [*STEPS, 4, *STEPS]}
+    expected = {"log": [*STEPS, 4, *STEPS]}
+    assert ours["after"] == expected, f"ours: {ours}"
+    assert theirs["after"] == expected, f"theirs: {theirs}"
     assert ours["before"] == theirs["before"]
     assert ours["kept"] == "interrupted" and theirs["kept"] == 404
 
