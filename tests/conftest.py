@@ -8,7 +8,8 @@ from typing import Any
 
 import psycopg
 import pytest
-from django.db import OperationalError
+from asgiref.sync import SyncToAsync
+from django.db import OperationalError, connections
 from django.db.backends.postgresql.operations import DatabaseOperations
 
 from tests.support.graphs import TEST_GRAPHS
@@ -27,6 +28,19 @@ def _test_graphs(request: pytest.FixtureRequest) -> Any:
         "GRAPHS": {**settings.BEAMWEAVER["GRAPHS"], **TEST_GRAPHS},
     }
     yield
+
+
+@pytest.fixture(autouse=True)
+def _executor_connections_closed() -> Iterator[None]:
+    """After each test, the connections of asgiref's one thread for thread-sensitive
+    `sync_to_async` are closed (given back to the pool). channels' test communicators
+    turn `database_sync_to_async`'s closing off while they send and receive (a no-op
+    patched over `channels.db.close_old_connections`, process-wide), so what the consumer
+    or the test itself opened there meanwhile stayed checked out for the rest of the
+    session, and the test database's drop at the end found it still connected ("being
+    accessed by other users")."""
+    yield
+    SyncToAsync.single_thread_executor.submit(connections.close_all).result(timeout=30)
 
 
 @pytest.fixture(autouse=True, scope="session")
