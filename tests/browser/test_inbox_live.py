@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -13,6 +11,7 @@ from beamweaver_core.runtime import service
 from reviews.models import Decision, ReviewItem
 from tests.reviews.conftest import PASSWORD, make_reviewer
 from tests.support.legacy import unchecked_thread_ids
+from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -25,17 +24,6 @@ XSS = [
     "javascript:alert(4)",
     "{{ request }}{% debug %}",
 ]
-
-
-def wait_for(condition: Callable[[], Any], timeout: float = 15.0) -> Any:
-    """Poll the database (the server process writes it) until `condition()` is truthy."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {condition}")
 
 
 def paused_item(thread_id: str) -> ReviewItem:

@@ -10,8 +10,9 @@ import pytest
 
 from beamweaver_core.runtime import service
 from reviews.models import Decision, ReviewItem
-from tests.browser.test_inbox_live import WAIT, paused_item, wait_for
+from tests.browser.test_inbox_live import WAIT, paused_item
 from tests.reviews.conftest import make_manager, make_reviewer
+from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -19,9 +19,10 @@ from beamweaver_core.models import Run, ToolExecution
 from beamweaver_core.runtime import registry, service
 from tests.mcp.conftest import CallLog
 from tests.mcp.graphs import MCP_GRAPHS
-from tests.runtime.test_worker_processes import FAST, wait_for
+from tests.runtime.test_worker_processes import FAST
 from tests.support.graphs import TEST_GRAPHS
 from tests.support.processes import child_env, start_worker
+from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.processes]
 

@@ -33,6 +33,7 @@ from reviews.models import ApiToken, ReviewItem
 from tests.browser.conftest import _free_port, _wait_until_up
 from tests.reviews.conftest import client_for, make_reviewer
 from tests.support.processes import REDIS_URL, ROOT, child_env, start_worker, stop
+from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.processes, pytest.mark.django_db(transaction=True)]
 
@@ -55,16 +56,6 @@ def _value(families: dict[str, Any], sample: str, **labels: str) -> float:
         for s in samples
         if s.name == sample and all(s.labels.get(k) == v for k, v in labels.items())
     )
-
-
-def _wait(condition: Any, what: str, timeout: float = 60) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 @pytest.fixture
@@ -136,9 +127,11 @@ def test_one_scrape_adds_up_the_web_process_and_the_workers(
         ) as socket:
             socket.recv(timeout=15)  # the snapshot
             opened = time.monotonic()
-            _wait(
+            wait_for(
                 lambda: ReviewItem.objects.filter(status="pending").count() == 2,
+                60,
                 "both runs to pause for review",
+                every=0.2,
             )
             item = ReviewItem.objects.get(thread_id=queued.thread_id)
             body = {
@@ -154,11 +147,18 @@ def test_one_scrape_adds_up_the_web_process_and_the_workers(
             )
             with urllib.request.urlopen(request, timeout=20) as response:
                 assert response.status == 200
-            _wait(
+            wait_for(
                 lambda: Run.objects.filter(thread_id=queued.thread_id, status="succeeded").exists(),
+                60,
                 "the approved run to finish",
+                every=0.2,
             )
-            _wait(lambda: _value(_scrape(server), "beamweaver_workers_alive") == 2, "two workers")
+            wait_for(
+                lambda: _value(_scrape(server), "beamweaver_workers_alive") == 2,
+                60,
+                "two workers",
+                every=0.2,
+            )
             # Open longer than redis-py 8's default read timeout, which once closed every
             # socket of the Redis layer after 5 s (embed.settings.redis_channel_layer).
             time.sleep(max(0.0, 6.5 - (time.monotonic() - opened)))

@@ -24,9 +24,9 @@ from beamweaver_core.models import Run
 from tests.protocol.conftest import SERVER_ENV as BASE_ENV
 from tests.protocol.fault_graphs import FAULT_GRAPHS
 from tests.protocol.graphs import PROTOCOL_GRAPHS
-from tests.protocol.test_runs import wait_for
 from tests.reliability.live import live_server
 from tests.support.processes import REDIS_URL, child_env, start_worker
+from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.processes, pytest.mark.django_db(transaction=True)]
 

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import json
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -23,6 +22,7 @@ from beamweaver_core.protocol.models import ProtocolRun
 from beamweaver_core.protocol.receivers import STATELESS_GRACE, delete_stateless_threads
 from beamweaver_core.signatures import verify_signature
 from reviews.models import AuditEvent, Decision, ReviewItem
+from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.processes, pytest.mark.django_db(transaction=True)]
 
@@ -36,17 +36,6 @@ SERVER_ENV = {
 
 def client(url: str, token: str) -> Any:
     return get_sync_client(url=url, api_key=token)
-
-
-def wait_for(condition: Callable[[], Any], timeout: float = 20.0) -> Any:
-    """Poll the database (the server writes it) until `condition()` is truthy."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {condition}")
 
 
 def status_of(error: pytest.ExceptionInfo[Any]) -> int:

@@ -24,9 +24,9 @@ from langgraph_sdk.client import SyncLangGraphClient
 
 from tests.protocol.fault_graphs import BLOB_BYTES, BULKY_STEPS, RECURSION_LIMIT
 from tests.protocol.test_faults import layer, web_env, worker_env
-from tests.protocol.test_runs import wait_for
 from tests.reliability.live import LiveServer
 from tests.support.processes import REDIS_URL, start_worker
+from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.processes, pytest.mark.django_db(transaction=True)]
 

@@ -25,9 +25,9 @@ from tests.protocol.test_faults import (
     web_env,
     worker_env,
 )
-from tests.protocol.test_runs import wait_for
 from tests.reliability.live import LiveServer
 from tests.support.processes import REDIS_URL, start_worker
+from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.processes, pytest.mark.django_db(transaction=True)]
 

@@ -9,7 +9,6 @@ import json
 import pickle
 import re
 import signal
-import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -30,6 +29,7 @@ from tests.reliability.support import APPROVE, pause_agent, request
 from tests.reviews.conftest import client_for, make_reviewer
 from tests.reviews.graphs import REVIEW_GRAPHS
 from tests.support.processes import child_env, start_worker
+from tests.support.waiting import wait_for
 
 
 def envelopes(marker: Path) -> dict[str, Any]:
@@ -79,10 +79,11 @@ def test_deserialization_shaped_arguments_stay_plain_data_through_pause_and_resu
     )
     worker = start_worker(env, "--threads", "1")
     try:
-        wait_until(
+        wait_for(
             lambda: Run.objects.filter(
                 thread_id="shapes", kind="resume", status="succeeded"
-            ).exists()
+            ).exists(),
+            60,
         )
     finally:
         worker.send_signal(signal.SIGTERM)
@@ -152,12 +153,3 @@ def test_a_raw_json_edit_with_a_key_twice_is_a_field_error(effects_log: Path) ->
 
     assert response.status_code == 422
     assert "appears twice in one object" in response.content.decode()
-
-
-def wait_until(condition: Any, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.2)
-    raise AssertionError("timed out")

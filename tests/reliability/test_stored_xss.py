@@ -10,7 +10,6 @@ attacker's host, no CSP violation; the corpus is shown as text.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -22,6 +21,7 @@ from reviews.models import ReviewItem
 from tests.browser.conftest import Session, close_checked
 from tests.reviews.conftest import make_reviewer
 from tests.support.legacy import unchecked_thread_ids
+from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -91,16 +91,6 @@ def watched(browser: Any, server: str) -> Iterator[Any]:
 
     yield open_session
     close_checked(opened)
-
-
-def wait_for(condition: Any, timeout: float = 20.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError("timed out")
 
 
 def test_the_corpus_runs_nowhere_and_reads_as_text(watched: Any, server: str) -> None:

@@ -20,6 +20,7 @@ from beamweaver_core.runtime import service
 from bench.hostile.agents import agent_input
 from reviews.models import Decision, ReviewItem
 from tests.reviews.conftest import make_reviewer
+from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.processes, pytest.mark.django_db(transaction=True)]
 
@@ -159,16 +160,6 @@ def test_frames_shaped_like_decisions_decide_nothing(server: str) -> None:
     item.refresh_from_db()
     assert item.status == "pending"
     assert not Decision.objects.exists()
-
-
-def wait_for(condition: Any, timeout: float = 20.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError("timed out")
 
 
 @pytest.mark.parametrize(

@@ -29,10 +29,10 @@ from beamweaver_core.runtime.execution import execute
 from beamweaver_core.runtime.queue import claim_run
 from reviews.models import ReviewItem
 from tests.reviews.conftest import client_for, decide_as, make_reviewer
-from tests.runtime.test_worker_processes import wait_for
 from tests.support.async_agents import ASYNC_GRAPHS, ASYNC_TOOLS, SUBAGENTS, order
 from tests.support.graphs import TEST_GRAPHS
 from tests.support.processes import child_env, start_worker
+from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -10,7 +10,7 @@ import signal
 import subprocess
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,7 @@ from beamweaver_core.checkpoint import PostgresCheckpointer
 from beamweaver_core.models import Run
 from beamweaver_core.runtime import registry, service
 from tests.support.processes import REDIS_URL, child_env, start_worker
+from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.processes]
 
@@ -29,16 +30,6 @@ FAST = {
     "BEAMWEAVER_HEARTBEAT_SECONDS": "0.4",
     "BEAMWEAVER_POLL_SECONDS": "0.2",
 }
-
-
-def wait_for(predicate: Callable[[], Any], timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
 def ledger_lines(path: Path) -> list[str]:
