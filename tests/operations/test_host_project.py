@@ -16,7 +16,6 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -31,6 +30,7 @@ from tests.browser.conftest import _free_port, _wait_until_up
 from tests.operations import host_project
 from tests.operations.http import Browser, csrf_token, hidden_fields
 from tests.support.processes import ROOT, stop
+from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.processes
 
@@ -188,10 +188,12 @@ def test_beamweaver_runs_inside_the_host_project(host: Host) -> None:
     assert "beamweaver/css/beamweaver.css" in inbox.text  # with BeamWeaver's assets
 
     # The in-process worker runs the host's graph to its review.
-    deadline = time.monotonic() + 30
-    while not (rows := host.query("SELECT id FROM bw_review_item WHERE thread_id = %s", thread)):
-        assert time.monotonic() < deadline, "the run never paused"
-        time.sleep(0.2)
+    rows = wait_for(
+        lambda: host.query("SELECT id FROM bw_review_item WHERE thread_id = %s", thread),
+        30,
+        "the run to pause",
+        every=0.2,
+    )
     item = rows[0][0]
     assert f"/review/items/{item}/" in alice.request("/review/").text
 
@@ -218,10 +220,14 @@ def test_beamweaver_runs_inside_the_host_project(host: Host) -> None:
         pushed = socket.recv(timeout=15)
         assert str(item) in str(pushed)
 
-    deadline = time.monotonic() + 30
-    while host.query("SELECT status FROM bw_thread WHERE id = %s", thread)[0][0] != "completed":
-        assert time.monotonic() < deadline, "the resumed run never finished"
-        time.sleep(0.2)
+    wait_for(
+        lambda: (
+            host.query("SELECT status FROM bw_thread WHERE id = %s", thread)[0][0] == "completed"
+        ),
+        30,
+        "the resumed run to finish",
+        every=0.2,
+    )
     (by,) = host.query(
         "SELECT a.email FROM bw_review_decision d JOIN accounts_account a ON a.id = d.user_id"
     )[0]

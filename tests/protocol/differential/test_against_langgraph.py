@@ -14,7 +14,6 @@ protocol tests' module-scoped `lg_url`.
 from __future__ import annotations
 
 import re
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -25,6 +24,7 @@ from langgraph_sdk import get_sync_client
 from langgraph_sdk.errors import NotFoundError
 
 from bench.live.langgraph_dev import cli, langgraph_dev
+from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.processes, pytest.mark.django_db(transaction=True)]
 
@@ -109,10 +109,12 @@ def status_of(call: Callable[[], Any]) -> int:
 
 
 def wait_until_running(lg: Any, thread_id: str, run_id: str) -> None:
-    deadline = time.monotonic() + 20
-    while lg.runs.get(thread_id, run_id)["status"] != "running":
-        assert time.monotonic() < deadline, "the run never started"
-        time.sleep(0.03)
+    wait_for(
+        lambda: lg.runs.get(thread_id, run_id)["status"] == "running",
+        20,
+        "the run to start",
+        every=0.03,
+    )
 
 
 def test_a_question_pauses_the_stream_and_a_resume_streams_the_rest(
