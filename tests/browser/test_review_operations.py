@@ -142,6 +142,46 @@ def test_batch_approval_from_the_inbox_reports_each_item(sessions: Any) -> None:
     clean(alice)
 
 
+def test_ticked_rows_stay_ticked_when_a_push_or_the_poll_renders_them_again(
+    sessions: Any,
+) -> None:
+    """An operator's ticks survive the live updates that re-render their rows: a push for
+    the row (here bob claims it) and the catch-up poll that replaces the whole list."""
+    alice = sessions(make_reviewer("alice"))
+    items, page = three_in_the_inbox(alice, "ticks")
+    first, second = (f"#item-row-{item.pk} input.row-select" for item in items[:2])
+    page.check(first)
+    page.check(second)
+    page.wait_for_selector("#batch-count:has-text('2 selected')", timeout=WAIT)
+
+    # bob claims the first row in his own browser: the server pushes it to alice's inbox.
+    bob = sessions(make_reviewer("bob"))
+    bob.open(f"/items/{items[0].pk}/")
+    bob.wait_live()
+    bob.page.click("#claim-button")
+    bob.page.wait_for_selector("#item-claim:has-text('you')", timeout=WAIT)
+    page.wait_for_selector(f"#item-row-{items[0].pk}:has-text('claimed by bob')", timeout=WAIT)
+    assert page.is_checked(first) and page.is_checked(second)
+
+    def poll() -> None:  # what the page's poller does, now rather than in 20 s
+        page.evaluate(
+            "document.getElementById('inbox-list').dataset.old = 'yes';"
+            "htmx.ajax('GET', location.href, {target: '#inbox-list', swap: 'outerHTML'})"
+        )
+        page.wait_for_selector("#inbox-list:not([data-old])", timeout=WAIT)
+
+    poll()
+    assert page.is_checked(first) and page.is_checked(second)
+    assert page.inner_text("#batch-count") == "2 selected"
+    page.uncheck(second)
+    page.wait_for_selector("#batch-count:has-text('1 selected')", timeout=WAIT)
+    poll()
+    assert page.is_checked(first) and not page.is_checked(second)
+    assert not page.is_checked(f"#item-row-{items[2].pk} input.row-select")
+    assert page.inner_text("#batch-count") == "1 selected"
+    clean(alice, bob)
+
+
 def test_inbox_keys_j_and_k_move_and_enter_opens(sessions: Any) -> None:
     alice = sessions(make_reviewer("alice"))
     items, page = three_in_the_inbox(alice, "keys-jk")

@@ -181,23 +181,44 @@
   document.addEventListener("DOMContentLoaded", unfold);
   if (wide.addEventListener) wide.addEventListener("change", unfold);
 
-  // Inbox batch bar: how many rows are selected (selecting one unfolds the bar).
+  // Inbox batch bar: how many rows are selected (selecting one unfolds the bar). The
+  // ticks are remembered by checkbox value (item id and payload digest), so that a row a
+  // live push or the catch-up poll re-renders keeps its tick; a row whose item changed
+  // has a new digest and comes back unticked (the batch would refuse it as stale). The
+  // batch's answer re-renders the list: the operator starts a new selection.
+  var ticked = new Set();
+
   function syncSelection() {
+    document.querySelectorAll("input.row-select").forEach(function (box) {
+      if (ticked.has(box.value) && !box.checked) box.checked = true;
+    });
     var count = document.querySelectorAll("input.row-select:checked").length;
     var fold = document.getElementById("batch-fold");
     if (fold && count) fold.open = true;
     var label = document.getElementById("batch-count");
-    if (label) label.textContent = count ? count + " selected" : "Select items to decide them together";
+    var text = count ? count + " selected" : "Select items to decide them together";
+    // Unchanged text is not set again: setting it is a mutation the observer reports.
+    if (label && label.textContent !== text) label.textContent = text;
     document.querySelectorAll("#batch-form button[name=action]").forEach(function (button) {
       button.disabled = count === 0;
     });
   }
   document.addEventListener("change", function (event) {
-    if (event.target && event.target.classList && event.target.classList.contains("row-select")) syncSelection();
+    var box = event.target;
+    if (!box || !box.classList || !box.classList.contains("row-select")) return;
+    if (box.checked) ticked.add(box.value);
+    else ticked.delete(box.value);
+    syncSelection();
+  });
+  document.addEventListener("htmx:beforeRequest", function (event) {
+    if (event.detail.elt && event.detail.elt.id === "batch-form") ticked.clear();
   });
   document.addEventListener("htmx:afterSettle", syncSelection);
   document.addEventListener("htmx:wsAfterMessage", syncSelection);
   document.addEventListener("DOMContentLoaded", syncSelection);
+  if (window.MutationObserver) {
+    new MutationObserver(syncSelection).observe(document.body, { childList: true, subtree: true });
+  }
 
   // Plain (non-htmx) forms marked data-progress show that they are working.
   document.addEventListener("submit", function (event) {
