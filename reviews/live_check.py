@@ -6,21 +6,19 @@ rules are those of `reviews.permissions`, read in one statement instead of five.
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
-import psycopg
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group, Permission
 from django.contrib.postgres.expressions import ArraySubquery
 from django.contrib.sessions.models import Session
-from django.db import connections
 from django.db.models import Exists, OuterRef, QuerySet, Subquery, Value
 from django.db.models.functions import Concat, Now
 
 from beamweaver_core.models import Thread
 from beamweaver_core.users import AnyUser, User
+from reviews import statements
 from reviews.models import ReviewItem
 from reviews.roles import GROUP_IDS, can_manage, can_review, decider_filter
 
@@ -149,20 +147,10 @@ class LiveCheck:
     def run(self) -> tuple[User, str | None] | None:
         """(the fresh user, the session's data or None) or None without a user row."""
         database = self.model._default_manager.db
-        connection = connections[database]
-        connection.ensure_connection()
-        # Bound on the server and prepared once per connection (as the checkpointer's
-        # statements, unless BEAMWEAVER_DB_PREPARE=0): the plan of this statement costs
-        # more than running it, and it runs for every push to every socket.
-        prepare = "prepare_threshold" in connection.settings_dict["OPTIONS"]
-        started = time.monotonic()
-        with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cursor:
-            cursor.execute(self.sql, self.params, prepare=prepare)
-            row = cursor.fetchone()
-        if connection.queries_logged:  # counted as Django's own cursors are
-            connection.queries_log.append(
-                {"sql": self.sql, "time": f"{time.monotonic() - started:.3f}"}
-            )
+        # Prepared: its plan costs more than running it, and it runs for every push to
+        # every socket.
+        rows = statements.fetch(database, (self.sql, self.params), prepared=True)
+        row = rows[0] if rows else None
         if row is None:
             return None
         n = len(self.fields)

@@ -81,7 +81,9 @@ def live_token(raw: str) -> ApiToken | None:
         return None
     database = ApiToken.objects.db
     sql, params = compiled(("token check", database), lambda: _build(database))
-    rows = fetch(database, (sql, tuple(key if p == STAND_IN else p for p in params)))
+    # Prepared (`reviews.statements`): every request of `/lg` and the review API runs it,
+    # and its plan (a unique key, the user's id) is the same for every token.
+    rows = fetch(database, (sql, tuple(key if p == STAND_IN else p for p in params)), prepared=True)
     if not rows:
         return None
     row = rows[0]

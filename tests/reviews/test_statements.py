@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from reviews import statements
+import pytest
+from django.contrib.auth.models import Group
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from reviews import roles, statements, token_check
+from reviews.models import ApiToken
+from tests.reviews.conftest import make_manager, make_reviewer
 
 
 def test_a_key_compiles_once_and_no_key_every_time() -> None:
@@ -37,3 +44,51 @@ def test_the_least_recently_used_statement_goes_first(monkeypatch: Any) -> None:
     statements.compiled("a", build("a"))
     statements.compiled("b", build("b"))
     assert calls == ["a", "b", "c", "b"]
+
+
+def _prepared_on_this_connection(marker: str) -> list[str]:
+    """The statements prepared on the test's connection whose text contains `marker`."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT statement FROM pg_prepared_statements")
+        return [text for (text,) in cursor.fetchall() if marker in text]
+
+
+@pytest.mark.django_db
+def test_the_reviewers_and_the_token_check_are_planned_once_per_connection() -> None:
+    """Planning these statements cost Postgres several times what running them does (the
+    reviewers of a notification's audience 1.4 ms of planning to 0.2 ms of execution, a
+    token's check 0.8 ms a request): they are prepared, and give the same answers."""
+    group = Group.objects.create(name="night shift")
+    alice = make_reviewer("alice")
+    alice.groups.add(group)
+    make_manager("bob")
+    make_reviewer("carol", reviewer=False)  # holds no review permission: not a reviewer
+    raw = ApiToken.objects.issue(alice, "test")[1]
+
+    for _ in range(2):
+        found = [(u.username, u.bw_groups, u.bw_manager) for u in roles.reviewer_list()]
+        assert found == [("alice", [group.pk], False), ("bob", [], True)]
+        token = token_check.live_token(str(raw))
+        assert token is not None and token.user.username == "alice"
+        assert token_check.live_token(str(raw) + "x") is None
+
+    assert len(_prepared_on_this_connection('"bw_manager"')) == 1
+    assert len(_prepared_on_this_connection(f'FROM "{ApiToken._meta.db_table}"')) == 1
+
+
+@pytest.mark.django_db
+def test_without_prepared_statements_a_prepared_fetch_is_only_bound_on_the_server(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`BEAMWEAVER_DB_PREPARE=0` (behind a pooler that cannot keep prepared statements)
+    leaves `prepare_threshold` out of the options: nothing is prepared, and the statement
+    is still counted in Django's query log."""
+    options = dict(connection.settings_dict["OPTIONS"])
+    options.pop("prepare_threshold", None)
+    monkeypatch.setitem(connection.settings_dict, "OPTIONS", options)
+    statement = ("SELECT %s::int + 1 AS bw_unprepared", (41,))
+    with CaptureQueriesContext(connection) as queries:
+        assert statements.fetch(connection.alias, statement, prepared=True) == [(42,)]
+        assert statements.fetch(connection.alias, statement, prepared=True) == [(42,)]
+    assert len(queries) == 2
+    assert _prepared_on_this_connection("bw_unprepared") == []
