@@ -33,9 +33,11 @@ LIVE_WORKLOADS = (
     "scale",
     "serving_cost",
     "protocol",
+    "protocol_inprocess",
 )
 """Workloads against the live server (`bench.live`); one process measures (`protocol` also
-LangGraph's own server, its figures in the second column)."""
+LangGraph's own server, its figures in the second column; `protocol_inprocess` the same
+round trip with no server, on a live database of its own)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -330,8 +332,49 @@ def _vs_langgraph_dev(label: str, key: str, stat: str, target: Target | None = N
     return Metric(label, ("beamweaver", key, stat), "ms", target, ("langgraph", key, stat))
 
 
-IN_PROCESS_BOUND = WithinFactOf(2, "hitl_postgres_ms", "in-process")
-"""Issue 15's second target; shown beside the floor too, which it is below."""
+IN_PROCESS_BOUND = WithinFactOf(2, "hitl_postgres_ms", "in-process engine, row 3")
+"""Issue 15's second target, read against row 3 (the engine alone: two committed steps);
+shown beside the floor too, which it is below."""
+
+DURABLE_BOUND = WithinFactOf(2, "protocol_inprocess_ms", "in process, durable, row 10b")
+"""The same target read against the same round trip in process through the durable
+runtime (row 10b: what the protocol adds to the work every run must do)."""
+
+PROTOCOL_INPROCESS = Config(
+    "protocol_inprocess",
+    "10b. row 10's HITL round trip in process, through the durable runtime (the protocol's "
+    "launch, a worker's claim and execution, the decision service), no HTTP, no hand-off",
+    "protocol_inprocess",
+    quick={"roundtrips": 10, "warmup": 2},
+    full={"roundtrips": 100, "warmup": 10},
+    engines=("beamweaver",),
+    metrics=(
+        Metric(
+            "round trip: create → start → to the interrupt → resume → to the end (median)",
+            ("roundtrip_ms", "median"),
+            "ms",
+        ),
+        Metric("round trip p99", ("roundtrip_ms", "p99"), "ms"),
+        *(
+            Metric(f"— {label} (median)", (f"{part}_ms", "median"), "ms")
+            for part, label in (
+                ("create", "the thread created"),
+                ("start", "the run started (queued)"),
+                ("to_interrupt", "claimed, run to the pause, answer read"),
+                ("resume", "the resume (decision service, resume run queued)"),
+                ("to_end", "claimed, run to the end, answer read"),
+            )
+        ),
+        Metric(
+            "CPU per round trip (this process; Postgres's not included)",
+            ("cpu_ms_per_roundtrip",),
+            "ms",
+        ),
+        Metric("statements per round trip", ("per_roundtrip", "statements"), ""),
+        Metric("commits per round trip", ("per_roundtrip", "commits"), ""),
+    ),
+)
+"""Row 10's round trip without HTTP: what the durable path costs in process."""
 
 PROTOCOL = Config(
     "protocol",
@@ -354,6 +397,12 @@ PROTOCOL = Config(
             ("beamweaver", "roundtrip_ms", "median"),
             "ms",
             IN_PROCESS_BOUND,
+        ),
+        Metric(
+            "same, vs the same round trip in process through the durable runtime (row 10b)",
+            ("beamweaver", "roundtrip_ms", "median"),
+            "ms",
+            DURABLE_BOUND,
         ),
         _vs_langgraph_dev("HITL round trip p99", "roundtrip_ms", "p99"),
         _vs_langgraph_dev(
@@ -573,6 +622,7 @@ CONFIGS: tuple[Config, ...] = (
         ),
     ),
     *_LIVE,
+    PROTOCOL_INPROCESS,
     PROTOCOL,
     SCALE,
 )
@@ -580,6 +630,8 @@ FLOOR_METRIC = ("ops", "insert_commit", "latency_ms", "median")
 """Where the floor (one durable INSERT + COMMIT) is read for `FloorBound`."""
 HITL_POSTGRES_METRIC = ("total_ms", "median")
 """Where `hitl_postgres`'s round trip is read for the protocol row's `WithinFactOf`."""
+PROTOCOL_INPROCESS_METRIC = ("roundtrip_ms", "median")
+"""Where row 10b's round trip is read for the protocol row's second `WithinFactOf`."""
 
 
 def select(only: str) -> list[Config]:

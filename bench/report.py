@@ -7,7 +7,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from bench.plan import FLOOR_METRIC, HITL_POSTGRES_METRIC, Config
+from bench.plan import FLOOR_METRIC, HITL_POSTGRES_METRIC, PROTOCOL_INPROCESS_METRIC, Config
 from bench.stats import median_of
 
 Results = dict[tuple[str, str], list[dict[str, Any]]]
@@ -62,6 +62,9 @@ def build_rows(configs: Sequence[Config], results: Results) -> list[Row]:
     hitl_postgres_ms = _median(
         results.get(("hitl_postgres", "beamweaver"), []), HITL_POSTGRES_METRIC
     )
+    protocol_inprocess_ms = _median(
+        results.get(("protocol_inprocess", "beamweaver"), []), PROTOCOL_INPROCESS_METRIC
+    )
     rows: list[Row] = []
     for config in configs:
         if config.pending is not None:
@@ -86,6 +89,7 @@ def build_rows(configs: Sequence[Config], results: Results) -> list[Row]:
         facts = {
             "floor_ms": floor_ms,
             "hitl_postgres_ms": hitl_postgres_ms,
+            "protocol_inprocess_ms": protocol_inprocess_ms,
             "raw_message_bytes": _median(bw_runs, ("raw_message_bytes",)),
         }
         for metric in config.metrics:

@@ -14,12 +14,14 @@ _LIVE = (
     "scale",
     "serving_cost",
     "protocol",
+    "protocol_inprocess",
 )
 WORKLOADS = ("linear", "linear_worker", "fanout", "hitl", "growth", "concurrency", "floor", *_LIVE)
 ENGINE_FREE = ("floor", *_LIVE)
 """Workloads that drive no engine adapter: the raw floor, and the live server's
 workloads (the server runs BeamWeaver itself; `protocol` starts LangGraph's server as
-well, in the same process)."""
+well, in the same process; `protocol_inprocess` does the same round trip without a
+server, on a database of its own as they do)."""
 
 
 def run(name: str, engine: Engine | None, params: dict[str, Any]) -> dict[str, Any]:
