@@ -21,12 +21,14 @@ import contextlib
 import os
 import uuid
 from collections import Counter
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
 from django.db import transaction
+from django.db.models.functions import Now
 from django.utils import timezone
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
@@ -249,9 +251,12 @@ class DecisionLoop(RuleBasedStateMachine):
 
     @staticmethod
     def _expire_lease(run_id: Any) -> None:
-        Run.objects.filter(id=run_id).update(
-            lease_expires_at=timezone.now() - timezone.timedelta(seconds=1)
-        )
+        """The lease ran out by the database's clock, which the sweep reads (`now()`: the
+        test's transaction's start, as every example runs inside it). By this process's
+        clock it ran out only in the test's first second, and a run whose worker crashed
+        later stayed claimed: the sweep never took it back, and how much of the loop the
+        machine exercised depended on how fast the examples ran."""
+        Run.objects.filter(id=run_id).update(lease_expires_at=Now() - timedelta(seconds=1))
 
 
 @pytest.mark.django_db
