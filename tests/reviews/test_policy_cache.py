@@ -5,8 +5,10 @@ resolution."""
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
+import psycopg
 import pytest
 from django.contrib.auth.models import Group, User
 from django.db import connection, connections, transaction
@@ -14,6 +16,8 @@ from django.db import connection, connections, transaction
 from reviews import policies
 from reviews.models import ReviewPolicy
 from tests.reviews.conftest import pause, use_policies
+from tests.support.processes import database_url_for_children
+from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.django_db
 
@@ -114,3 +118,46 @@ def test_an_interrupt_after_another_process_edits_a_policy_uses_the_new_one() ->
         other.close()
 
     assert pause(input=REFUND).required_approvals == 3
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_transactions_changing_two_policies_in_opposite_orders_both_commit() -> None:
+    """Two admins (or bulk actions) change policies A and B in opposite orders. The
+    generation row is bumped by every such change: when it was locked after the policy
+    row, each transaction held a policy the other needed, Postgres found the deadlock
+    and aborted one of them. Locked first, the second one waits at its first change."""
+    first_policy, second_policy = (
+        ReviewPolicy.objects.create(name=name, tool=name, required_approvals=1)
+        for name in ("first", "second")
+    )
+    update = "UPDATE bw_review_policy SET required_approvals = required_approvals + 1 WHERE id = %s"
+    url = database_url_for_children()
+    with psycopg.connect(url) as one, psycopg.connect(url) as other:
+        one.execute(update, [first_policy.pk])
+        failures: list[BaseException] = []
+
+        def other_in_opposite_order() -> None:
+            try:
+                other.execute(update, [second_policy.pk])
+                other.execute(update, [first_policy.pk])
+                other.commit()
+            except BaseException as error:  # reported below, in the test's thread
+                failures.append(error)
+
+        thread = threading.Thread(target=other_in_opposite_order)
+        thread.start()
+        pid = other.info.backend_pid
+
+        def other_waits_for_a_lock() -> bool:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT wait_event_type FROM pg_stat_activity WHERE pid = %s", [pid])
+                return cursor.fetchone() == ("Lock",)
+
+        wait_for(other_waits_for_a_lock, timeout=10, what="the other transaction to wait")
+        try:
+            one.execute(update, [second_policy.pk])
+            one.commit()
+        finally:
+            thread.join(15)
+        assert failures == []
+    assert sorted(ReviewPolicy.objects.values_list("required_approvals", flat=True)) == [3, 3]
