@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -73,3 +74,22 @@ def test_the_readme_engine_example_runs_as_written() -> None:
         readme.split("## The engine in thirty lines")[1].split("```python\n")[1].split("\n```")[0]
     )
     exec(compile(example, "README.md", "exec"), {})  # our own documentation
+
+
+ENVIRONMENT_READ = re.compile(
+    r'(?:os\.environ\.get\(|os\.environ\[|_env_(?:bool|list|json)\()\s*"([A-Z][A-Z0-9_]*)"'
+)
+NOT_FOR_USERS = {"BEAMWEAVER_TEST_DB": "the test suite's own database name"}
+
+
+def test_every_environment_variable_the_settings_read_is_in_the_readme_table() -> None:
+    """The README's table of environment variables is where an operator looks; a setting
+    read from the environment and not listed here is hard to find (fourteen were not, until
+    2026-12-06)."""
+    read = set(ENVIRONMENT_READ.findall((ROOT / "beamweaver_core" / "settings.py").read_text()))
+    readme = (ROOT / "README.md").read_text()
+    table = readme[readme.index("| variable | default | meaning |") :]
+    table = table[: table.index("\n\n")]
+    listed = set(re.findall(r"`([A-Z][A-Z0-9_]*)`", table))
+    assert "DATABASE_URL" in read and "BEAMWEAVER_DB_PREPARE" in read  # the pattern works
+    assert sorted(read - listed - set(NOT_FOR_USERS)) == []
