@@ -25,8 +25,9 @@ runtime, the inbox and the decision service cost on top of the engine.
 
 Besides the round trip and its parts: this process's CPU per round trip (the Python side;
 Postgres's own CPU is not in it, as it is not in row 10's server CPU) and the statements
-and commits per round trip, counted on one more pass (Django's query log; counting adds
-its own cost, so that pass is not timed). BeamWeaver only: LangGraph's library has no run
+and commits per round trip, counted on one more pass in Django's query log (counting adds
+its own cost, so that pass is not timed; the checkpointer's own statements, on cursors of
+its own, are not in that log, the commits of their transactions are). BeamWeaver only: LangGraph's library has no run
 queue, inbox or decision service.
 """
 
