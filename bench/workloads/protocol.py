@@ -176,16 +176,21 @@ def _bounded(work: Callable[[], dict[str, Any]], seconds: float) -> dict[str, An
     return result
 
 
-def _token() -> str:
+def reviewer() -> Any:
+    """The benchmark's caller: a user with the reviewer permission, read back fresh."""
     from django.contrib.auth.models import Permission, User
-
-    from reviews.models import ApiToken
 
     user = User.objects.create(username="bench-protocol")
     user.user_permissions.add(
         Permission.objects.get(codename="review", content_type__app_label="reviews")
     )
-    return str(ApiToken.objects.issue(user, "protocol benchmark")[1])
+    return User.objects.get(pk=user.pk)
+
+
+def _token() -> str:
+    from reviews.models import ApiToken
+
+    return str(ApiToken.objects.issue(reviewer(), "protocol benchmark")[1])
 
 
 def run(engine: Any, params: dict[str, Any]) -> dict[str, Any]:

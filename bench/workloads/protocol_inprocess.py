@@ -27,8 +27,8 @@ Besides the round trip and its parts: this process's CPU per round trip (the Pyt
 Postgres's own CPU is not in it, as it is not in row 10's server CPU) and the statements
 and commits per round trip, counted on one more pass in Django's query log (counting adds
 its own cost, so that pass is not timed; the checkpointer's own statements, on cursors of
-its own, are not in that log, the commits of their transactions are). BeamWeaver only: LangGraph's library has no run
-queue, inbox or decision service.
+its own, are not in that log, the commits of their transactions are). BeamWeaver only:
+LangGraph's library has no run queue, inbox or decision service.
 """
 
 from __future__ import annotations
@@ -49,16 +49,6 @@ DEFAULTS = {"roundtrips": 100, "warmup": 10}
 PARTS = ("create", "start", "to_interrupt", "resume", "to_end")
 """The round trip's parts, in order: the thread's creation, the start, its run to the
 pause with the answer read, the resume, its run to the end with the answer read."""
-
-
-def _user() -> Any:
-    from django.contrib.auth.models import Permission, User
-
-    user = User.objects.create(username="bench-protocol")
-    user.user_permissions.add(
-        Permission.objects.get(codename="review", content_type__app_label="reviews")
-    )
-    return User.objects.get(pk=user.pk)
 
 
 def _roundtrip(user: Any, index: int) -> list[float]:
@@ -116,7 +106,7 @@ def run(engine: Any, params: dict[str, Any]) -> dict[str, Any]:
     url = database.fresh()
     setup_django(url, None, GRAPHS)
     try:
-        user = _user()
+        user = protocol.reviewer()
         for index in range(warmup):
             _roundtrip(user, index)
         totals: list[float] = []

@@ -11,12 +11,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import Permission, User
 
 from beamweaver_core.models import Run, Thread
 from bench import plan, report
 from bench.live.protocol_graphs import GRAPHS
-from bench.workloads import protocol_inprocess
+from bench.workloads import protocol, protocol_inprocess
 from reviews.models import Decision, ReviewItem
 
 
@@ -31,9 +30,7 @@ def _protocol_graphs(settings: Any) -> None:
 
 @pytest.mark.django_db(transaction=True)
 def test_the_round_trip_pauses_in_the_inbox_and_the_decision_service_resumes_it() -> None:
-    user = User.objects.create(username="bench-protocol")
-    user.user_permissions.add(Permission.objects.get(codename="review"))
-    user = User.objects.get(pk=user.pk)
+    user = protocol.reviewer()
 
     marks = protocol_inprocess._roundtrip(user, 7)
 
