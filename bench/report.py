@@ -95,11 +95,8 @@ def build_rows(configs: Sequence[Config], results: Results) -> list[Row]:
         for metric in config.metrics:
             values: dict[str, float | str | None] = {}
             for engine in config.engines:
-                values[engine] = (
-                    missing[engine].split(":", 1)[0]
-                    if missing[engine]
-                    else _median(runs[engine], metric.path)
-                )
+                why = missing[engine]
+                values[engine] = why.split(":", 1)[0] if why else _median(runs[engine], metric.path)
             bw = values.get("beamweaver", values.get("postgres"))
             lg = values.get("langgraph")
             if metric.baseline is not None:
