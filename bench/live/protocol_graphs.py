@@ -1,7 +1,8 @@
 """The graphs the protocol benchmark runs on BeamWeaver's `/lg`: the same as the LangGraph
 equivalents `langgraph dev` serves for it (tests/protocol/differential/langgraph/graphs.py),
 so both servers run the same nodes: `ask` pauses on a plain question and finishes once
-answered, `linear` runs three nodes."""
+answered, `linear` runs three nodes. The protocol tests serve these two as well
+(tests/protocol/graphs.py), so the benchmark times the graphs the tests check."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ GRAPHS = {
 }
 
 
-def _ask(state: dict[str, Any]) -> dict[str, Any]:
+def ask_node(state: dict[str, Any]) -> dict[str, Any]:
+    """Asks "Approve?" with the state's amount; the answer is the state's `answer`."""
     return {"answer": interrupt({"question": "Approve?", "amount": state.get("amount")})}
 
 
@@ -27,7 +29,7 @@ def _finish(state: dict[str, Any], runtime: Any) -> dict[str, Any]:
 
 ask = (
     Graph(name="ask")
-    .add_node("ask", _ask)
+    .add_node("ask", ask_node)
     .add_node("finish", _finish)
     .add_edge(START, "ask")
     .add_edge("ask", "finish")

@@ -1,5 +1,6 @@
 """Graphs the protocol tests run on the live server (through `BEAMWEAVER_GRAPHS`): small,
-each for one part of the contract."""
+each for one part of the contract. `ask` and `linear` are the protocol benchmark's
+(bench/live/protocol_graphs.py), so the benchmark times graphs these tests check."""
 
 from __future__ import annotations
 
@@ -9,12 +10,13 @@ from typing import Any
 from beamweaver_core.agent import Agent, Message, ToolCall, tool
 from beamweaver_core.graph import START, Graph, interrupt
 from beamweaver_core.llm import ScriptedChatModel
+from bench.live.protocol_graphs import ask_node
 from tests.reviews.graphs import REVIEW_GRAPHS
 
 PROTOCOL_GRAPHS = {
     **REVIEW_GRAPHS,
-    "ask": "tests.protocol.graphs:ask",
-    "linear": "tests.protocol.graphs:linear",
+    "ask": "bench.live.protocol_graphs:ask",
+    "linear": "bench.live.protocol_graphs:linear",
     "parallel": "tests.protocol.graphs:parallel",
     "nested": "tests.protocol.graphs:nested",
     "chat": "tests.protocol.graphs:chat",
@@ -24,44 +26,11 @@ PROTOCOL_GRAPHS = {
 }
 
 
-def _ask(state: dict[str, Any]) -> dict[str, Any]:
-    return {"answer": interrupt({"question": "Approve?", "amount": state.get("amount")})}
-
-
-def _finish(state: dict[str, Any], runtime: Any) -> dict[str, Any]:
-    runtime.emit("progress", {"step": "finishing"})
-    return {"log": ["finish"]}
-
-
-ask = (
-    Graph(name="ask")
-    .add_reducer("log", operator.add)
-    .add_node("ask", _ask)
-    .add_node("finish", _finish)
-    .add_edge(START, "ask")
-    .add_edge("ask", "finish")
-    .compile()
-)
-
-
 def _step(name: str) -> Any:
     def node(state: dict[str, Any]) -> dict[str, Any]:
         return {"log": [name]}
 
     return node
-
-
-linear = (
-    Graph(name="linear")
-    .add_reducer("log", operator.add)
-    .add_node("one", _step("one"))
-    .add_node("two", _step("two"))
-    .add_node("three", _step("three"))
-    .add_edge(START, "one")
-    .add_edge("one", "two")
-    .add_edge("two", "three")
-    .compile()
-)
 
 
 def _left(state: dict[str, Any]) -> dict[str, Any]:
@@ -102,7 +71,7 @@ nested = (
 _inner_ask = (
     Graph(name="inner_ask")
     .add_reducer("log", operator.add)
-    .add_node("ask", _ask)
+    .add_node("ask", ask_node)
     .add_edge(START, "ask")
     .compile()
 )
