@@ -41,6 +41,12 @@ LEASE_EXPIRIES = Counter(
     "sweeper did: requeued, or failed (out of attempts).",
     ["outcome"],
 )
+RUN_CLAIMS = Counter(
+    "beamweaver_run_claims",
+    "A worker thread's attempts to claim the next queued run, by outcome: claimed, or "
+    "empty (nothing to take: a poll, or the queue drained after a run).",
+    ["outcome"],
+)
 RUN_REQUEUES = Counter(
     "beamweaver_run_requeues",
     "Runs put back in the queue, by reason: lease_expired, shutdown (a stopping worker "
@@ -132,6 +138,7 @@ __all__ = [
     "POOL_WAITS",
     "POOL_WAIT_SECONDS",
     "PUSH_SECONDS",
+    "RUN_CLAIMS",
     "RUN_EXECUTIONS",
     "RUN_REQUEUES",
     "RUN_SECONDS",

@@ -1,11 +1,11 @@
 """Workers: threads that claim queued runs, execute them under a heartbeated lease, and
 sweep runs whose lease expired.
 
-A worker wakes on a hint (in-process event or channel-layer message) and also polls every
-`POLL_SECONDS`, so a lost hint only delays a run. Heartbeats run on their own thread, so a
-tool that blocks its thread does not let the lease lapse. Database errors (Postgres
-restarting, a killed backend) are logged and retried with backoff: a worker reconnects by
-itself.
+A worker wakes on a hint (in-process or a channel-layer message; one idle thread per
+queued run) and also polls every `POLL_SECONDS`, so a lost hint only delays a run.
+Heartbeats run on their own thread, so a tool that blocks its thread does not let the
+lease lapse. Database errors (Postgres restarting, a killed backend) are logged and
+retried with backoff: a worker reconnects by itself.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from beamweaver_core.runtime.queue import (
     sweep_expired_leases,
 )
 from beamweaver_core.runtime.signals import worker_tick
-from beamweaver_core.runtime.wakeup import register_local, unregister_local
+from beamweaver_core.runtime.wakeup import Wakeups, register_local, unregister_local
 
 logger = logging.getLogger(__name__)
 
@@ -70,7 +70,7 @@ class Worker:
         self.name = name or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
         self.conf = conf or WorkerSettings.from_django()
         self.size = threads
-        self._wake = threading.Event()
+        self._wake = Wakeups(threads)
         self._stopping = threading.Event()
         self._threads: list[threading.Thread] = []
         self._current: dict[int, Claim] = {}
@@ -98,7 +98,7 @@ class Worker:
     def stop(self, timeout: float = 30.0) -> None:
         """Stop claiming; wait up to `timeout` for running runs, then give them back."""
         self._stopping.set()
-        self._wake.set()
+        self._wake.set_all()
         unregister_local(self._wake)
         deadline = time.monotonic() + timeout
         for thread in self._threads:
@@ -136,10 +136,10 @@ class Worker:
                     next_sweep = now + max(1.0, self.conf.lease_seconds / 3)
                     self._tick()
                 claim = claim_next_run(self.name, self.conf.lease_seconds)
+                instruments.RUN_CLAIMS.labels("claimed" if claim else "empty").inc()
                 backoff = 0.5
                 if claim is None:
                     self._wake.wait(self.conf.poll_seconds)
-                    self._wake.clear()
                     continue
                 self._run(claim)
             except (OperationalError, InterfaceError) as exc:

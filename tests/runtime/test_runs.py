@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from django.db import connection
+from prometheus_client import REGISTRY
 
 from beamweaver_core.checkpoint import PostgresCheckpointer
 from beamweaver_core.exceptions import StaleWriterError, ThreadBusyError
@@ -367,6 +368,44 @@ def test_a_worker_picks_up_queued_runs_by_itself() -> None:
         assert Run.objects.get(thread_id="auto-1").status == "interrupted"
     finally:
         worker.stop(5)
+
+
+def _claims(outcome: str) -> float:
+    return REGISTRY.get_sample_value("beamweaver_run_claims_total", {"outcome": outcome}) or 0.0
+
+
+def test_one_queued_run_wakes_one_idle_thread_and_stopping_wakes_them_all() -> None:
+    """Four idle threads and one queued run: one thread claims it, and claims once more
+    after it (the queue is empty); the other three sleep on. (A `threading.Event` woke
+    all four, and each made a claim for nothing.) Stopping wakes every thread at once,
+    long before the 30-second poll."""
+    baseline = _claims("empty")
+    worker = Worker(
+        threads=4,
+        conf=WorkerSettings(lease_seconds=10, heartbeat_seconds=1, poll_seconds=30, max_attempts=3),
+    ).start()
+    try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and _claims("empty") < baseline + 4:
+            time.sleep(0.02)
+        assert _claims("empty") == baseline + 4  # each thread found the queue empty once
+        time.sleep(0.2)  # and waits now
+        empty, claimed = _claims("empty"), _claims("claimed")
+
+        service.start_run("approval", {}, thread_id="one-wakes")
+        while (
+            time.monotonic() < deadline
+            and Run.objects.get(thread_id="one-wakes").status != "interrupted"
+        ):
+            time.sleep(0.02)
+        assert Run.objects.get(thread_id="one-wakes").status == "interrupted"
+        time.sleep(0.3)
+        assert _claims("claimed") == claimed + 1
+        assert _claims("empty") == empty + 1
+    finally:
+        started = time.monotonic()
+        worker.stop(5)
+    assert not worker.running and time.monotonic() - started < 5
 
 
 def test_a_paused_run_whose_decision_is_queued_cannot_be_cancelled() -> None:
