@@ -117,15 +117,16 @@ class SDKChatModel(ChatModel):
         self,
         model: str,
         *,
-        api_key: str | None,
-        base_url: str | None,
-        timeout: float,
-        max_retries: int,
-        temperature: float | None,
-        http_client: Any,
-        async_http_client: Any,
-        extra: Mapping[str, Any],
+        api_key: str | None = None,
+        base_url: str | None = None,
+        timeout: float = 60,
+        max_retries: int = 3,
+        temperature: float | None = None,
+        http_client: Any = None,
+        async_http_client: Any = None,
+        **extra: Any,
     ) -> None:
+        """The options every provider takes; `extra` goes into every request as is."""
         if not isinstance(model, str) or not model.strip():
             raise ValueError(f"{self._label} model name must be a non-empty string, got {model!r}")
         self.model_name = model

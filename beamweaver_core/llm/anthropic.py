@@ -36,31 +36,9 @@ class AnthropicChatModel(SDKChatModel):
     _env_var = "ANTHROPIC_API_KEY"
     _base_error = "AnthropicError"
 
-    def __init__(
-        self,
-        model: str,
-        *,
-        api_key: str | None = None,
-        base_url: str | None = None,
-        max_tokens: int = 4096,
-        timeout: float = 60,
-        max_retries: int = 3,
-        temperature: float | None = None,
-        http_client: Any = None,
-        async_http_client: Any = None,
-        **extra: Any,
-    ) -> None:
-        super().__init__(
-            model,
-            api_key=api_key,
-            base_url=base_url,
-            timeout=timeout,
-            max_retries=max_retries,
-            temperature=temperature,
-            http_client=http_client,
-            async_http_client=async_http_client,
-            extra=extra,
-        )
+    def __init__(self, model: str, *, max_tokens: int = 4096, **options: Any) -> None:
+        """`max_tokens` (the API requires it) and the options of `SDKChatModel`."""
+        super().__init__(model, **options)
         self.max_tokens = max_tokens
 
     def _build_client(

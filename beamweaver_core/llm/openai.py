@@ -36,31 +36,6 @@ class OpenAIChatModel(SDKChatModel):
     _env_var = "OPENAI_API_KEY"
     _base_error = "OpenAIError"
 
-    def __init__(
-        self,
-        model: str,
-        *,
-        api_key: str | None = None,
-        base_url: str | None = None,
-        timeout: float = 60,
-        max_retries: int = 3,
-        temperature: float | None = None,
-        http_client: Any = None,
-        async_http_client: Any = None,
-        **extra: Any,
-    ) -> None:
-        super().__init__(
-            model,
-            api_key=api_key,
-            base_url=base_url,
-            timeout=timeout,
-            max_retries=max_retries,
-            temperature=temperature,
-            http_client=http_client,
-            async_http_client=async_http_client,
-            extra=extra,
-        )
-
     def _resolve_api_key(self) -> str:
         has_key = self._api_key or os.environ.get(self._env_var)
         if not has_key and (self.base_url or os.environ.get("OPENAI_BASE_URL")):
