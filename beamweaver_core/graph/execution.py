@@ -77,6 +77,7 @@ class TaskRunner:
             checkpointing=loop.checkpointer is not None,
             answers=list(answers),
             resume=loop.resume_map,
+            carried=loop.carried,
             runtime=runtime,
             run=loop,
         )

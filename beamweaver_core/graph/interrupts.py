@@ -52,6 +52,10 @@ class TaskScope:
     checkpointing: bool
     answers: list[Any]
     resume: dict[str, Any]
+    # An answer to a question of a subgraph run that was started again (see
+    # `RunLoop.start_nested`), with that question: taken by the first `interrupt()` of the
+    # new run that has no answer of its own.
+    carried: list[tuple[Interrupt, Any]] = field(default_factory=list)
     # The checkpoint namespace of the graph the node belongs to ("" at the root): the
     # `ns` of its interrupts, like the breakpoints' and the stream envelopes'.
     graph_ns: str = ""
@@ -111,6 +115,12 @@ def interrupt(value: Any) -> Any:
             scope.questions[index] = asked.value
         scope.answers.append(answer)
         return answer
+    if scope.carried:
+        asked, answer = scope.carried.pop(0)
+        scope.questions[index] = asked.value
+        answer = None if answer is NULL_RESUME else answer
+        scope.answers.append(answer)
+        return answer
     raise GraphInterrupt((Interrupt(id=iid, value=value, node=scope.node, ns=scope.graph_ns),))
 
 
@@ -140,6 +150,8 @@ def answered_interrupt() -> Interrupt | None:
         return Interrupt(id=iid, value=scope.questions[index], node=scope.node, ns=scope.graph_ns)
     if iid in scope.resume:
         return scope.asked.get(iid)
+    if scope.carried:
+        return scope.carried[0][0]
     return None
 
 

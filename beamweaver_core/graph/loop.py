@@ -67,16 +67,49 @@ class RunLoop(StepLoop):
 
         Returns the saved result when this exact subgraph call already completed (the
         parent task is being re-run after a pause or a crash).
+
+        A saved run belongs to the parent checkpoint it ran under. When the parent task
+        runs from another one that kept the task (its state edited by `update_state`, a
+        fork, a `Command` update or goto with the resume), the subgraph runs again from
+        its start on the parent's state now, as a plain node would. An answer given to
+        the old run's one pending question goes to the first question the new run asks
+        (`answered_interrupt()` shows the old question); with several pending, the new
+        run asks again.
         """
         head = self._load() if self.checkpointer is not None else None
         if head is not None:
             self._adopt(head)
             self.staging.seq = head.seq
-            if not head.tasks and not self._pending_breakpoint():
-                return Completed(state=dict(head.values))
-            return None
-        self._start(arg, head=None)
+            if self._same_parent_checkpoint(head):
+                if not head.tasks and not self._pending_breakpoint():
+                    return Completed(state=dict(head.values))
+                return None
+            self._carry_answer()
+            self.records, self.breakpoint_passed = {}, False
+        self._start(arg, head=head, fresh=True)
         return None
+
+    def _carry_answer(self) -> None:
+        """Keep the answer to the one question of this subgraph call that the parent task
+        waited on (at any depth below it), for the run started again."""
+        assert self.parent is not None
+        ns = self.ns
+        asked = [
+            i
+            for i in self.parent.asked.values()
+            if i.timing is None and (i.ns == ns or i.ns.startswith(f"{ns}|"))
+        ]
+        if len(asked) == 1 and asked[0].id in self.resume_map:
+            self.carried = [(asked[0], self.resume_map[asked[0].id])]
+
+    def _same_parent_checkpoint(self, head: Checkpoint) -> bool:
+        """Whether the subgraph's saved run `head` ran under the parent's current checkpoint
+        (runs saved before this was recorded count as the same)."""
+        run = self.parent.run if self.parent is not None else None
+        if run is None or run.current is None:
+            return True
+        saved = (head.metadata.get("parents") or {}).get(run.ns)
+        return saved is None or saved == run.current.id
 
     def start(self, arg: Any, checkpoint_id: str | None = None) -> None:
         """Fresh input: discard any pending step and run from START with `arg` applied
@@ -95,12 +128,14 @@ class RunLoop(StepLoop):
             head = base
         self._start(arg, head)
 
-    def _start(self, arg: Any, head: Checkpoint | None) -> None:
+    def _start(self, arg: Any, head: Checkpoint | None, *, fresh: bool = False) -> None:
+        """Run from START with `arg` applied, after `head`: on its values, or on none
+        (`fresh`, a subgraph run started again)."""
         if arg is not None and not isinstance(arg, Mapping):
             raise InvalidUpdateError(
                 f"Graph input must be a dict of state values (or a Command), got {arg!r}."
             )
-        self.values = dict(head.values) if head is not None else {}
+        self.values = dict(head.values) if head is not None and not fresh else {}
         if not arg:
             writes = []
         elif self.checkpointer is not None:

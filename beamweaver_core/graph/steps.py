@@ -103,11 +103,13 @@ class StepLoop:
             self.thread_id: str | None = run.thread_id
             self.ns = parent.child_ns(graph.name)
             self.resume_map: dict[str, Any] = parent.resume
+            self.carried: list[tuple[Interrupt, Any]] = parent.carried
         else:
             self.checkpointer = checkpointer
             self.thread_id = configurable.get("thread_id")
             self.ns = ""
             self.resume_map = {}
+            self.carried = []
             if self.checkpointer is not None and not self.thread_id:
                 raise ValueError(
                     f"Graph {graph.name!r} has a checkpointer, so every call needs a thread: pass "
