@@ -14,7 +14,12 @@ class ReviewsConfig(AppConfig):
         from beamweaver_core.observability import collectors
         from beamweaver_core.runtime.access import register_access
         from beamweaver_core.runtime.answers import register_answers
-        from beamweaver_core.runtime.signals import run_finished, run_paused, worker_tick
+        from beamweaver_core.runtime.signals import (
+            run_finished,
+            run_paused,
+            state_written,
+            worker_tick,
+        )
         from reviews import checks, metrics, receivers, sweeper  # noqa: F401  (checks registers)
         from reviews.models import Decision
         from reviews.ports import ReviewsAccess, ReviewsAnswers
@@ -26,6 +31,7 @@ class ReviewsConfig(AppConfig):
 
         run_paused.connect(receivers.on_run_paused, dispatch_uid="reviews.run_paused")
         run_finished.connect(receivers.on_run_finished, dispatch_uid="reviews.run_finished")
+        state_written.connect(receivers.on_state_written, dispatch_uid="reviews.state_written")
         worker_tick.connect(sweeper.on_worker_tick, dispatch_uid="reviews.sweeper")
         # The protocol under /lg authenticates, filters and decides through these.
         register_access(ReviewsAccess())

@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from beamweaver_core.agent import HITL
 from beamweaver_core.exceptions import NotAReviewError
-from beamweaver_core.models import Run
+from beamweaver_core.models import Run, Thread
 from beamweaver_core.types import Interrupt
 from reviews import payloads, policies, realtime, summaries
 from reviews.models import AuditEvent, NotificationEvent, ReviewItem
@@ -29,6 +29,7 @@ logger = logging.getLogger(__name__)
 SUPERSEDED = "superseded: the run moved on without this answer"
 RUN_CANCELLED = "the run was cancelled"
 RUN_COMPLETED = "the run completed without this answer"
+STATE_WRITTEN = "the thread's state was written past this question"
 
 
 def classify(interrupt: Interrupt) -> tuple[str, list[str]]:
@@ -72,6 +73,20 @@ def on_run_finished(sender: object, run: Run, **kwargs: object) -> None:
         _cancel_pending(run, reason=RUN_CANCELLED)
     elif run.status == Run.Status.SUCCEEDED:
         _cancel_pending(run, reason=RUN_COMPLETED)
+
+
+def on_state_written(
+    sender: object, thread: Thread, interrupts: Sequence[Interrupt], user: object, **kwargs: object
+) -> None:
+    """A state written outside a run (`update_state` as `__end__`) dropped the questions
+    not in `interrupts`: their pending items are cancelled, saying who wrote it."""
+    current = {i.id for i in interrupts}
+    stale = ReviewItem.objects.select_for_update().filter(
+        thread_id=thread.id, status=ReviewItem.Status.PENDING
+    )
+    name = getattr(user, "get_username", None)
+    reason = f"{STATE_WRITTEN} by {name()}" if callable(name) else STATE_WRITTEN
+    _cancel([i for i in stale if i.interrupt_id not in current], reason=reason[:200])
 
 
 def _cancel_pending(run: Run, *, reason: str) -> None:
@@ -149,4 +164,4 @@ def _audit(item: ReviewItem, action: str, message: str) -> None:
     )
 
 
-__all__ = ["classify", "on_run_finished", "on_run_paused", "requester"]
+__all__ = ["classify", "on_run_finished", "on_run_paused", "on_state_written", "requester"]

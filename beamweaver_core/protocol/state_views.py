@@ -71,12 +71,19 @@ def update(request: HttpRequest, user: Any, thread_id: str) -> dict[str, Any]:
         raise ProtocolError(422, f"Invalid values: {exc}") from None
     try:
         written = forks.update_state(
-            graph, thread.id, values, as_node=body.get("as_node"), checkpoint_id=checkpoint_id
+            graph,
+            thread.id,
+            values,
+            as_node=body.get("as_node"),
+            checkpoint_id=checkpoint_id,
+            user=user,
         )
     except ThreadBusyError:
         raise ProtocolError(
             409, f"Thread {thread_id!r} has an active run; update its state once it ends."
         ) from None
+    except forks.QuestionPendingError as exc:
+        raise ProtocolError(409, str(exc)) from None
     except TypeError as exc:
         raise ProtocolError(422, f"Invalid values: {exc}") from None
     return {"checkpoint": representations.checkpoint(written)}

@@ -23,6 +23,8 @@ from beamweaver_core.exceptions import BeamWeaverError, ThreadBusyError
 from beamweaver_core.graph.compiled import CompiledGraph, Config
 from beamweaver_core.models import Checkpoint, Run, Thread
 from beamweaver_core.runtime import registry, service
+from beamweaver_core.runtime.signals import state_written
+from beamweaver_core.types import END
 
 FORK_PERMISSION = "beamweaver_core.fork_thread"
 """Who may replay or fork a thread from the pages ("Can replay or fork a thread...")."""
@@ -33,6 +35,10 @@ MAX_VALUE = 100_000
 
 class ForkError(BeamWeaverError, ValueError):
     """The fork cannot be made as asked (the message says why and what to do)."""
+
+
+class QuestionPendingError(ForkError):
+    """Writing as a node would go past a question of the step still unanswered."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,11 +58,20 @@ def update_state(
     *,
     as_node: str | None = None,
     checkpoint_id: str | None = None,
+    user: Any = None,
 ) -> Config:
     """Write `values` as if `as_node` had returned them, at the thread's latest checkpoint
     or at `checkpoint_id`; the new checkpoint's config. Refused with `ThreadBusyError`
-    while a run of the thread waits, is queued or runs. A thread paused on an interrupt
-    the update answers away is idle again."""
+    while a run of the thread waits, is queued or runs.
+
+    Questions (`interrupt()`, every tool review among them) are answered only through the
+    decision service, so writing as a node at a checkpoint whose step waits on one is
+    refused with `QuestionPendingError`: it would schedule what comes after the question
+    without an answer (a reviewed tool call run unreviewed, or one that was rejected
+    later, from a fork). Without `as_node` the question stays pending (its node runs again
+    on the new state when it is answered); with `END` nothing runs, the questions are
+    dropped and the thread is idle again. `state_written` tells the inbox which questions
+    are still pending."""
     config: dict[str, Any] = {"configurable": {"thread_id": thread_id}}
     if checkpoint_id:
         config["configurable"]["checkpoint_id"] = checkpoint_id
@@ -66,14 +81,28 @@ def update_state(
             raise ThreadBusyError(
                 f"Thread {thread_id!r} has an active run; update its state once it ends."
             )
+        if as_node not in (None, END):
+            _refuse_skipping_questions(graph, config, as_node)
         written = graph.update_state(config, values, as_node=as_node)
         after = graph.get_state({"configurable": {"thread_id": thread_id}})
-        if locked.status == Thread.Status.INTERRUPTED and not any(
-            i.timing is None for i in after.interrupts
-        ):
+        pending = tuple(i for i in after.interrupts if i.timing is None)
+        if locked.status == Thread.Status.INTERRUPTED and not pending:
             locked.status = Thread.Status.IDLE
         locked.save(update_fields=["status", "updated_at"])
+        state_written.send(sender=Thread, thread=locked, interrupts=pending, user=user)
     return written
+
+
+def _refuse_skipping_questions(graph: CompiledGraph, config: Config, as_node: str) -> None:
+    asked = [i for i in graph.get_state(config).interrupts if i.timing is None]
+    if asked:
+        raise QuestionPendingError(
+            f"The state cannot be written as node {as_node!r} here: the step waits on "
+            f"{len(asked)} question(s) ({', '.join(i.id for i in asked)}), and writing as a "
+            "node would go past them unanswered. Answer them (a run with command.resume, or "
+            "in the inbox), or write without as_node (the node runs again on the new state "
+            "when answered), or as __end__ (nothing runs)."
+        )
 
 
 def state_keys(graph: CompiledGraph, values: Mapping[str, Any]) -> list[str]:
@@ -120,7 +149,7 @@ def fork(
         start = checkpoint_id
         if values:
             config = update_state(
-                graph, thread.id, values, as_node=as_node, checkpoint_id=checkpoint_id
+                graph, thread.id, values, as_node=as_node, checkpoint_id=checkpoint_id, user=user
             )
             written = start = str(config["configurable"]["checkpoint_id"])
         elif Run.objects.filter(thread=thread, status__in=BUSY_STATUSES).exists():
@@ -138,6 +167,7 @@ __all__ = [
     "FORK_PERMISSION",
     "Fork",
     "ForkError",
+    "QuestionPendingError",
     "fork",
     "state_keys",
     "update_state",

@@ -11,9 +11,14 @@ run_paused = Signal()
 run_finished = Signal()
 """A run ended `succeeded`, `failed` or `cancelled`: `run` (the Run)."""
 
+state_written = Signal()
+"""A thread's state was written outside a run (`update_state`, a fork's edit): `thread`
+(the Thread), `interrupts` (the questions still pending after the write), `user` (who wrote
+it, or `None`)."""
+
 worker_tick = Signal()
 """Sent by every worker loop about every lease third, outside any transaction, for
 periodic maintenance (the review sweeper). Receivers must be quick, idempotent and safe to
 run in several workers at once; their exceptions are logged, never raised."""
 
-__all__ = ["run_finished", "run_paused", "worker_tick"]
+__all__ = ["run_finished", "run_paused", "state_written", "worker_tick"]
