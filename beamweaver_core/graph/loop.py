@@ -227,7 +227,9 @@ class RunLoop(StepLoop):
         tasks keep their ids, so a pending interrupt keeps its id and stays answerable (the
         node runs again on the updated state when it is answered), finished siblings are
         not run again, and a pending breakpoint stays pending. With a node, its successors
-        are scheduled; with `END`, nothing is.
+        are scheduled; with `END`, nothing is (clearing the head's step with no values keeps
+        what its finished tasks wrote). On a thread with no checkpoint, a write without
+        `as_node` is the thread's input: what follows START is scheduled.
         """
         graph = self.graph
         if as_node is not None and as_node not in (START, END) and as_node not in graph.nodes:
@@ -254,13 +256,27 @@ class RunLoop(StepLoop):
                 self.breakpoint_passed = False
             self._apply_command(values, (), keep_breakpoint=True)
         else:
-            node = None if as_node in (None, END) else as_node
+            # The first write of an empty thread is its input (as on LangGraph's server).
+            node = START if as_node is None else None if as_node == END else as_node
             writes = serde.normalize_writes(values or {})
+            if as_node == END and not values and base is not None and base is head:
+                # Clearing the step keeps what its finished tasks wrote, as LangGraph's
+                # `update_state(config, None, as_node=END)` does.
+                writes = self._finished_writes()
             self._commit_writes(
                 node, writes, source="update", parent=base, barriers=dict(self.barriers)
             )
         assert self.current is not None
         return self.current
+
+    def _finished_writes(self) -> list[tuple[str, Any]]:
+        """The writes of the current step's tasks that finished, in task order."""
+        out: list[tuple[str, Any]] = []
+        for task in self.tasks:
+            record = self.records.get(task.id)
+            if record is not None and record.status == "done":
+                out.extend(record.writes)
+        return out
 
     def check_tasks_known(self) -> None:
         """Refuse a saved step whose tasks name nodes this graph does not have."""

@@ -31,12 +31,12 @@ def is_resume_map(value: Any) -> bool:
     return all(isinstance(k, str) and len(k) == 32 and _is_hex(k) for k in value)
 
 
+_HEX = frozenset("0123456789abcdefABCDEF")
+
+
 def _is_hex(text: str) -> bool:
-    try:
-        int(text, 16)
-    except ValueError:
-        return False
-    return True
+    """Hex digits only (`int(text, 16)` would also take signs, `0x`, `_` and spaces)."""
+    return _HEX.issuperset(text)
 
 
 def resume_map(

@@ -26,6 +26,7 @@ from beamweaver_core.graph import (
     interrupt,
     null_resume,
 )
+from beamweaver_core.graph.resume import is_resume_map
 from tests.support.narrow_subgraph import Child, Parent
 
 
@@ -657,3 +658,13 @@ def test_a_dict_answer_and_a_map_of_ids_are_told_apart(
     done = graph.resume({second.interrupt.id: looks_like_ids}, config)
 
     assert done.state == {"answer": {"name": "Ada", "age": 36}, "again": looks_like_ids}
+
+
+@pytest.mark.parametrize(
+    "key", ["0x" + "a" * 30, "+" + "a" * 31, " " + "a" * 31, "a_" * 16, "٣" * 32]
+)
+def test_keys_that_int_would_read_as_hex_are_not_interrupt_ids(key: str) -> None:
+    """`int(key, 16)` takes signs, `0x`, `_`, spaces and non-ASCII digits; an interrupt id
+    is 32 hex digits, so a dict with such a key is an answer, not a map of ids."""
+    assert not is_resume_map({key: "yes"})
+    assert is_resume_map({"A" * 32: "yes", "0123456789abcdef" * 2: "no"})

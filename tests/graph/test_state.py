@@ -171,6 +171,41 @@ def test_update_state_as_end_clears_the_pending_step(
     assert (graph.get_state(config).next, graph.get_state(config).interrupts) == ((), ())
 
 
+def test_clearing_a_paused_step_keeps_what_its_finished_tasks_wrote(
+    checkpointer: MemoryCheckpointer, config: dict[str, Any]
+) -> None:
+    """As LangGraph's `update_state(config, None, as_node=END)`: the sibling that finished
+    while the other task paused ran (its side effects happened); its writes stand."""
+    graph = (
+        Graph()
+        .add_reducer("items", operator.add)
+        .add_node("ask", lambda s: {"items": [f"ask:{interrupt('q')}"]})
+        .add_node("sibling", lambda s: {"items": ["sibling"]})
+        .add_edge(START, "ask")
+        .add_edge(START, "sibling")
+        .compile(checkpointer=checkpointer)
+    )
+    graph.invoke({"items": []}, config)
+
+    graph.update_state(config, None, as_node="__end__")
+
+    snapshot = graph.get_state(config)
+    assert (snapshot.values, snapshot.next, snapshot.interrupts) == ({"items": ["sibling"]}, (), ())
+
+
+def test_the_first_write_of_an_empty_thread_is_its_input(
+    checkpointer: MemoryCheckpointer, config: dict[str, Any]
+) -> None:
+    """As on LangGraph: `update_state` on a thread with no checkpoint schedules what
+    follows START, and `invoke(None)` runs it."""
+    graph = abc(checkpointer)
+
+    graph.update_state(config, {"items": ["u"]})
+
+    assert graph.get_state(config).next == ("a",)
+    assert graph.invoke(None, config).state == {"items": ["u", "a", "b", "c"]}
+
+
 def test_update_state_with_an_unknown_node_is_refused(
     checkpointer: MemoryCheckpointer, config: dict[str, Any]
 ) -> None:
