@@ -213,10 +213,18 @@ class CompiledGraph(GraphDefinition):
                 f"Graph {self.name!r} has no checkpointer, so it keeps no state between calls. "
                 "Compile it with a checkpointer to read or edit thread state."
             )
-        thread_id = ((config or {}).get("configurable") or {}).get("thread_id")
+        configurable = (config or {}).get("configurable") or {}
+        thread_id = configurable.get("thread_id")
         if not thread_id:
             raise ValueError(
                 "Pass config={'configurable': {'thread_id': '...'}} to address a thread."
+            )
+        ns = configurable.get("checkpoint_ns")
+        if ns:
+            raise ValueError(
+                f"config['configurable']['checkpoint_ns'] is {ns!r}, a subgraph's namespace; "
+                "thread state is read and written through the root graph: drop checkpoint_ns "
+                "(a subgraph's own state is in get_state(config, subgraphs=True).tasks)."
             )
         return self.checkpointer, thread_id
 

@@ -115,3 +115,24 @@ def test_a_resume_with_an_update_reaches_the_subgraph(
     done = graph.invoke(Command(resume="ok", update={"x": 5}), config)
 
     assert done.state["items"] == ["x=5 ans=ok"]
+
+
+def test_a_subgraphs_config_is_refused_clearly_and_nothing_is_written(
+    checkpointer: Checkpointer, config: dict[str, Any]
+) -> None:
+    """Reading or writing through a subgraph's config used to fail with "Thread ... has no
+    checkpoint" (the namespace was ignored); the root graph is the way in."""
+    graph = _graph(checkpointer, [])
+    graph.invoke({"items": [], "x": 1}, config)
+    inner = graph.get_state(config, subgraphs=True).tasks[0].state.config
+    history = len(list(graph.get_state_history(config)))
+
+    for call in (
+        lambda: graph.get_state(inner),
+        lambda: graph.update_state(inner, {"x": 50}),
+    ):
+        with pytest.raises(ValueError, match="a subgraph's namespace"):
+            call()
+
+    assert len(list(graph.get_state_history(config))) == history
+    assert graph.resume("ok", config).state["items"] == ["x=1 ans=ok"]
