@@ -19,7 +19,7 @@ from beamweaver_core.exceptions import GraphChangedError, InvalidUpdateError
 from beamweaver_core.graph.definition import GraphDefinition, NodeSpec
 from beamweaver_core.graph.interrupts import GraphInterrupt, ParentCommand, TaskScope, current_scope
 from beamweaver_core.graph.loop import RunLoop
-from beamweaver_core.graph.runtime import Runtime
+from beamweaver_core.graph.runtime import Runtime, StreamClosed
 from beamweaver_core.graph.steps import Failure, Pause, StepLoop, TaskOutcome
 from beamweaver_core.graph.threads import cleaned, run_concurrently, run_coroutine_blocking
 from beamweaver_core.graph.updates import (
@@ -220,10 +220,17 @@ class TaskRunner:
         sink.emit("node.finished", data, node=outcome.task.name, ns=self.loop.ns)
 
 
+def _stop_if_closed(loop: StepLoop) -> None:
+    """Between steps (what ran is saved): stop a run whose stream was closed."""
+    if loop.sink is not None and loop.sink.closed:
+        raise StreamClosed
+
+
 def drive(loop: StepLoop) -> RunResult:
     """Run the loop to its end or pause, running each step's tasks on worker threads."""
     runner = TaskRunner(loop)
     while True:
+        _stop_if_closed(loop)
         step = loop.next_step()
         if isinstance(step, Completed):
             loop.commit()
@@ -250,6 +257,7 @@ async def adrive(loop: StepLoop) -> RunResult:
     """`drive` on the event loop: async nodes run on it, sync ones in threads."""
     runner = TaskRunner(loop)
     while True:
+        _stop_if_closed(loop)
         step = loop.next_step()
         if isinstance(step, Completed):
             await loop.acommit()

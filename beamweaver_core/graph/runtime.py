@@ -25,7 +25,7 @@ class Envelope:
 class EventSink:
     """Collects envelopes of one run and hands each to `listener` as it happens."""
 
-    __slots__ = ("_listener", "_lock", "_seq", "events")
+    __slots__ = ("_listener", "_lock", "_seq", "closed", "events")
 
     def __init__(
         self, listener: Callable[[Envelope], None] | None = None, *, keep: bool = True
@@ -34,8 +34,13 @@ class EventSink:
         self._lock = threading.Lock()
         self._seq = 0
         self.events: list[Envelope] | None = [] if keep else None
+        self.closed = False
+        """Set when the consumer closed its stream: events are dropped, and the run stops
+        at its next step boundary (`StreamClosed`)."""
 
     def emit(self, event: str, data: Any = None, *, node: str | None = None, ns: str = "") -> None:
+        if self.closed:
+            return
         with self._lock:
             self._seq += 1
             envelope = Envelope(event=event, data=data, node=node, ns=ns, seq=self._seq)
@@ -43,6 +48,12 @@ class EventSink:
                 self.events.append(envelope)
             if self._listener is not None:
                 self._listener(envelope)
+
+
+class StreamClosed(BaseException):
+    """Raised by a run between steps once its stream's consumer closed the stream: the
+    steps saved so far stand and no later step runs, as when a LangGraph stream is closed.
+    A `BaseException`, so a node's `except Exception` cannot swallow it."""
 
 
 @dataclass(slots=True)
@@ -72,4 +83,4 @@ class Runtime:
             self.sink.emit(event, data, node=self.node, ns=self.graph_ns)
 
 
-__all__ = ["Envelope", "EventSink", "Runtime"]
+__all__ = ["Envelope", "EventSink", "Runtime", "StreamClosed"]

@@ -19,9 +19,23 @@ from beamweaver_core.graph.runtime import Envelope, EventSink
 
 
 def iter_events(run: Callable[[EventSink], Any], name: str) -> Iterator[Envelope]:
-    """Yield the envelopes of `run(sink)` (run on a thread named for graph `name`)."""
-    inbox: queue.Queue[Envelope | None] = queue.Queue()
-    sink = EventSink(inbox.put, keep=False)
+    """Yield the envelopes of `run(sink)` (run on a thread named for graph `name`).
+
+    The hand-over holds one envelope, so the run keeps at most about a step ahead of its
+    consumer. Closing the iterator (`break`, `close()`) stops the run at its next step
+    boundary (`StreamClosed`): the steps saved so far stand, no later step runs."""
+    inbox: queue.Queue[Envelope | None] = queue.Queue(maxsize=1)
+    closed = threading.Event()
+
+    def deliver(envelope: Envelope | None) -> None:
+        while not closed.is_set():
+            try:
+                inbox.put(envelope, timeout=0.05)
+                return
+            except queue.Full:
+                continue
+
+    sink = EventSink(deliver, keep=False)
 
     def work() -> None:
         try:
@@ -29,17 +43,25 @@ def iter_events(run: Callable[[EventSink], Any], name: str) -> Iterator[Envelope
         except BaseException:
             pass
         finally:
-            inbox.put(None)
+            deliver(None)
 
     worker = threading.Thread(target=work, name=f"beamweaver-stream-{name}", daemon=True)
     worker.start()
-    while (envelope := inbox.get()) is not None:
-        yield envelope
+    try:
+        while (envelope := inbox.get()) is not None:
+            yield envelope
+    finally:
+        sink.closed = True
+        closed.set()
     worker.join()
 
 
 async def astream_events(run: Callable[[EventSink], Awaitable[Any]]) -> AsyncIterator[Envelope]:
-    """Yield the envelopes of `await run(sink)` (run as a task on this event loop)."""
+    """Yield the envelopes of `await run(sink)` (run as a task on this event loop).
+
+    Closing the iterator (`break` then `aclose()`) cancels the run's task at once, as
+    closing LangGraph's `astream` does: the steps saved so far stand (a node running in a
+    thread finishes there, unsaved)."""
     loop = asyncio.get_running_loop()
     inbox: asyncio.Queue[Envelope | None] = asyncio.Queue()
 
@@ -57,11 +79,17 @@ async def astream_events(run: Callable[[EventSink], Awaitable[Any]]) -> AsyncIte
             loop.call_soon_threadsafe(inbox.put_nowait, None)
 
     task = asyncio.ensure_future(work())
+    finished = False
     try:
         while (envelope := await inbox.get()) is not None:
             yield envelope
+        finished = True
     finally:
-        await task
+        if finished:
+            await task
+        else:
+            sink.closed = True
+            task.cancel()
 
 
 __all__ = ["astream_events", "iter_events"]

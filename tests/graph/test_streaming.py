@@ -151,3 +151,59 @@ def test_custom_events_carry_the_same_ns_as_node_events() -> None:
 
     graph = Graph().add_node("n", node).add_edge(START, "n").compile()
     assert {e.ns for e in graph.stream_events({}).events if e.node == "n"} == {""}
+
+
+def _chain(ran: list[str], node: Any) -> Any:
+    graph = Graph().add_reducer("items", lambda a, b: a + b)
+    for name in "abcd":
+        graph = graph.add_node(name, node(name))
+    graph = graph.add_edge(START, "a").add_edge("a", "b").add_edge("b", "c").add_edge("c", "d")
+    return graph.compile(checkpointer=MemoryCheckpointer())
+
+
+def test_closing_iter_events_stops_the_run(config: dict[str, Any]) -> None:
+    """As a LangGraph stream closed early: later steps neither run nor are saved (the run
+    went on to the end in a background thread, every step saved)."""
+    ran: list[str] = []
+
+    def node(name: str) -> Any:
+        return lambda s: ran.append(name) or {"items": [name]}
+
+    graph = _chain(ran, node)
+    events = graph.iter_events({"items": []}, config)
+    for envelope in events:
+        if envelope.event == "node.finished":
+            break
+    events.close()
+    threading.Event().wait(0.3)  # time enough for a run that was not stopped to finish
+
+    assert "d" not in ran and "c" not in ran
+    assert graph.get_state(config).values["items"][0] == "a"
+    assert len(graph.get_state(config).values["items"]) <= 2
+
+
+async def test_closing_astream_events_returns_at_once_and_stops_the_run(
+    config: dict[str, Any],
+) -> None:
+    """`aclose()` waited for the whole run to end (forever, had a node hung)."""
+    ran: list[str] = []
+
+    def node(name: str) -> Any:
+        async def step(state: dict[str, Any]) -> dict[str, Any]:
+            await asyncio.sleep(0.2)
+            ran.append(name)
+            return {"items": [name]}
+
+        return step
+
+    graph = _chain(ran, node)
+    events = graph.astream_events({"items": []}, config)
+    async for envelope in events:
+        if envelope.event == "node.finished":
+            break
+    await events.aclose()
+    assert ran == ["a"]  # aclose() did not wait for b, c and d
+    await asyncio.sleep(0.5)
+
+    assert ran == ["a"]
+    assert graph.get_state(config).values == {"items": ["a"]}
