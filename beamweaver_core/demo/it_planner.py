@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from beamweaver_core.agent.review_updates import REVIEW_DECISION_KEY
+from beamweaver_core.demo.planner import READ_LIMIT
 from beamweaver_core.messages import Message, ToolCall
 
 HELP_TEXT = (
@@ -85,7 +86,9 @@ def plan_it_reply(messages: Sequence[Message]) -> Message:
 
 
 def parse_it_request(text: str) -> list[tuple[str, dict[str, Any]]]:
-    """The tool calls a request asks for, in the order they appear in the text."""
+    """The tool calls a request asks for, in the order they appear in its first
+    `READ_LIMIT` characters (see `planner.READ_LIMIT`)."""
+    text = text[:READ_LIMIT]
     found = [(m.start(), build(m)) for pattern, build in _RULES for m in pattern.finditer(text)]
     return [call for _, call in sorted(found, key=lambda item: item[0])]
 

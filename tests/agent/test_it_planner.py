@@ -45,3 +45,15 @@ def test_a_reject_is_reported_as_a_rejection_whatever_the_reviewer_wrote() -> No
         "- tickets_close_ticket: the reviewer rejected it, so it did not run.",
         "- restart_service failed: the service manager is down",
     ]
+
+
+def test_the_demo_planners_read_a_bounded_prefix_of_a_request() -> None:
+    """Their regexes are quadratic on long runs of spaces (1.5 s for 20,000 characters,
+    found by an outside review): they read the first `READ_LIMIT` characters only."""
+    from beamweaver_core.demo.planner import READ_LIMIT, parse_request
+
+    padding = " " * READ_LIMIT
+    assert parse_it_request("restart the web service" + padding) != []
+    assert parse_it_request(padding + "restart the web service") == []
+    assert parse_request("Refund order 1234 $250" + padding) != []
+    assert parse_request(padding + "Refund order 1234 $250") == []
