@@ -21,6 +21,7 @@ import base64
 import json
 import math
 import reprlib
+import sys
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
@@ -163,12 +164,21 @@ def _convert_other(value: Any, path: tuple[str | int, ...]) -> Any:
     )
 
 
+def _too_deep(path: tuple[str | int, ...]) -> TypeError:
+    return TypeError(
+        f"Cannot store the value at state path {_path_str(path)!r}: it is nested too deeply "
+        f"(more levels than Python's recursion limit, {sys.getrecursionlimit()}); flatten it."
+    )
+
+
 def to_jsonable(value: Any, path: tuple[str | int, ...] = ()) -> Any:
     """Validate `value` and return its JSON-safe form (raises `TypeError` with the path)."""
     try:
         return _convert(value, path)
     except _Invalid as exc:
         raise _stored_error(exc) from None
+    except RecursionError:
+        raise _too_deep(path) from None
 
 
 def dumps(value: Any, path: tuple[str | int, ...] = ()) -> str:
@@ -177,6 +187,8 @@ def dumps(value: Any, path: tuple[str | int, ...] = ()) -> str:
         converted = _convert(value, path)
     except _Invalid as exc:
         raise _stored_error(exc) from None
+    except RecursionError:
+        raise _too_deep(path) from None
     return json.dumps(converted, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
@@ -219,7 +231,10 @@ def normalize(value: Any) -> Any:
 def normalize_writes(update: Mapping[str, Any]) -> list[tuple[str, Any]]:
     """The `(key, value)` pairs of a state update, each value `normalize`d (a scalar, the
     common case, without a call)."""
-    return [(k, v if type(v) in _LEAF_TYPES else normalize(v)) for k, v in update.items()]
+    try:
+        return [(k, v if type(v) in _LEAF_TYPES else normalize(v)) for k, v in update.items()]
+    except RecursionError:
+        raise _too_deep(()) from None
 
 
 def _hook(obj: dict[str, Any]) -> Any:
@@ -262,6 +277,11 @@ def validate_json_safe(value: Any, what: str) -> None:
         raise TypeError(
             f"{what} must be JSON-safe data: at {_path_str(exc.path)!r}, {exc.problem}. "
             f"The value there: {_short.repr(exc.value)}"
+        ) from None
+    except RecursionError:
+        raise TypeError(
+            f"{what} is nested too deeply to store (more levels than Python's recursion "
+            f"limit, {sys.getrecursionlimit()}); flatten it."
         ) from None
 
 

@@ -286,6 +286,42 @@ def test_an_answer_is_validated_storable_before_anything_runs(
     assert runs == [1]
 
 
+def _nested(depth: int) -> list[Any]:
+    value: list[Any] = []
+    inner = value
+    for _ in range(depth):
+        inner.append([])
+        inner = inner[0]
+    return value
+
+
+def test_values_nested_past_the_recursion_limit_are_refused_as_unstorable(
+    checkpointer: MemoryCheckpointer, config: dict[str, Any]
+) -> None:
+    """An answer, input, node write or interrupt value nested deeper than Python can walk
+    is a `TypeError` that says so, before anything runs (it was a `RecursionError`)."""
+    deep = _nested(5_000)
+    runs: list[int] = []
+    graph = (
+        Graph()
+        .add_node("a", lambda s: runs.append(1) or {"v": interrupt("q")})
+        .add_edge(START, "a")
+        .compile(checkpointer=checkpointer)
+    )
+    graph.invoke({}, config)
+    with pytest.raises(TypeError, match="nested too deeply"):
+        graph.resume(deep, config)
+    with pytest.raises(TypeError, match="nested too deeply"):
+        graph.invoke({"v": deep}, {"configurable": {"thread_id": "deep-input"}})
+    asks_deep = Graph().add_node("a", lambda s: {"v": interrupt(deep)}).add_edge(START, "a")
+    with pytest.raises(TypeError, match="nested too deeply"):
+        asks_deep.compile(checkpointer=checkpointer).invoke(
+            {}, {"configurable": {"thread_id": "x"}}
+        )
+    assert runs == [1]
+    assert graph.resume("fine", config).state == {"v": "fine"}
+
+
 def test_new_input_on_a_paused_thread_discards_the_pending_step(
     checkpointer: MemoryCheckpointer, config: dict[str, Any]
 ) -> None:
