@@ -293,8 +293,8 @@ def _make_room(user: Any, thread: Thread, strategy: str) -> None:
         raise ProtocolError(409, BUSY)
     if strategy == "enqueue":
         return
-    for run in Run.objects.filter(thread=thread, status__in=lookup.ACTIVE).order_by("created_at"):
-        stop(user, run, strategy)
+    active = Run.objects.filter(thread=thread, status__in=lookup.ACTIVE).order_by("created_at")
+    stop(user, list(active), strategy)
 
 
 def _options(body: Mapping[str, Any]) -> dict[str, Any] | None:

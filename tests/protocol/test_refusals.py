@@ -18,8 +18,9 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("
 
 
 def _send(client: Client, path: str, body: Any) -> tuple[int, str]:
+    """POST `body` to `/lg<path>`: the status and the error's detail (`""` without one)."""
     response = client.post(f"/lg{path}", body, content_type="application/json")
-    return response.status_code, response.json()["detail"]
+    return response.status_code, response.json()["detail"] if response.content else ""
 
 
 def _queued(client: Client, graph: str = "linear") -> tuple[str, str]:
@@ -68,3 +69,58 @@ def test_a_whole_number_written_as_a_float_is_refused_wherever_a_whole_number_is
         (422, "Invalid request at limit: 5.0 is not of type 'integer'"),
         (422, "Invalid request at offset: 1.0 is not of type 'integer'"),
     ]
+
+
+def test_runs_are_cancelled_all_or_none() -> None:
+    """Bob may cancel his run, not Alice's: asked for both, he cancels neither."""
+    alice, bob = client_of("alice"), client_of("bob")
+    _, bobs = _queued(bob)
+    _, alices = _queued(alice)
+
+    status, detail = _send(bob, "/runs/cancel", {"run_ids": [bobs, alices]})
+
+    assert status == 403, detail
+    assert _statuses() == {bobs: Run.Status.QUEUED, alices: Run.Status.QUEUED}
+    assert _send(bob, "/runs/cancel", {"run_ids": [bobs]})[0] == 204
+    assert _statuses() == {bobs: Run.Status.CANCELLED, alices: Run.Status.QUEUED}
+
+
+@pytest.mark.parametrize("strategy", ["interrupt", "rollback"])
+def test_a_multitask_strategy_stops_all_the_active_runs_or_none(strategy: str) -> None:
+    """Bob's run, then Alice's waiting behind it: Bob may not stop hers, so not his either."""
+    alice, bob = client_of("alice"), client_of("bob")
+    thread, bobs = _queued(bob)
+    alices = post(alice, f"/threads/{thread}/runs", {"assistant_id": "linear", "input": {}})
+    new = {"assistant_id": "linear", "input": {"log": [1]}, "multitask_strategy": strategy}
+
+    status, detail = _send(bob, f"/threads/{thread}/runs", new)
+
+    assert status == 403, detail
+    assert _statuses() == {bobs: Run.Status.QUEUED, alices["run_id"]: Run.Status.WAITING}
+
+
+def test_cancelling_runs_needs_a_status_or_the_runs_and_not_both() -> None:
+    """As LangGraph's server: `{}` does not mean every run, and a status is not combined
+    with a thread or run ids."""
+    client = client_of("alice")
+    thread, run = _queued(client)
+
+    answers = [
+        _send(client, "/runs/cancel", {}),
+        _send(client, "/runs/cancel", {"status": "all", "thread_id": thread}),
+        _send(client, "/runs/cancel", {"status": "pending", "run_ids": [run]}),
+    ]
+
+    assert [status for status, _ in answers] == [422, 422, 422], answers
+    assert "thread_id" in answers[0][1] and "status" in answers[1][1]
+    assert _statuses() == {run: Run.Status.QUEUED}
+
+
+def test_a_cancel_with_a_bad_query_parameter_cancels_nothing() -> None:
+    client = client_of("alice")
+    thread, run = _queued(client)
+
+    status, detail = _send(client, f"/threads/{thread}/runs/{run}/cancel?wait=bogus", {})
+
+    assert (status, detail) == (422, "Query parameter 'wait' must be true or false, got 'bogus'.")
+    assert _statuses() == {run: Run.Status.QUEUED}
