@@ -60,9 +60,12 @@ def create(request: HttpRequest, user: Any, thread_id: str | None = None) -> Htt
 
 
 def batch(request: HttpRequest, user: Any) -> list[dict[str, Any]]:
+    """Stateless runs, all of them or none: they are queued in one transaction, so an item
+    refused undoes those before it before any worker sees them."""
     runs = parse(request)
     check(runs, "RunBatchCreate")
-    return [_shown(launch(user, None, body)) for body in runs]
+    with transaction.atomic():
+        return [_shown(launch(user, None, body)) for body in runs]
 
 
 def listing(request: HttpRequest, user: Any, thread_id: str) -> list[dict[str, Any]]:

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from beamweaver_core.models import Run
+from beamweaver_core.models import Run, Thread
 from tests.protocol.conftest import client_of, post
 from tests.reviews.conftest import run_next
 
@@ -124,3 +124,13 @@ def test_a_cancel_with_a_bad_query_parameter_cancels_nothing() -> None:
 
     assert (status, detail) == (422, "Query parameter 'wait' must be true or false, got 'bogus'.")
     assert _statuses() == {run: Run.Status.QUEUED}
+
+
+def test_a_batch_with_a_refused_item_starts_none() -> None:
+    client = client_of("alice")
+    valid = {"assistant_id": "linear", "input": {"log": []}}
+
+    status, detail = _send(client, "/runs/batch", [valid, {**valid, "assistant_id": "nope"}])
+
+    assert status == 422 and "Invalid assistant" in detail
+    assert not Run.objects.exists() and not Thread.objects.exists()
