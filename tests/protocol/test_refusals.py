@@ -134,3 +134,65 @@ def test_a_batch_with_a_refused_item_starts_none() -> None:
 
     assert status == 422 and "Invalid assistant" in detail
     assert not Run.objects.exists() and not Thread.objects.exists()
+
+
+@pytest.mark.parametrize("strategy", ["interrupt", "rollback"])
+def test_a_multitask_strategy_stops_nothing_for_a_run_it_refuses(strategy: str) -> None:
+    client = client_of("alice")
+    thread, active = _queued(client)
+    new = {"input": {"log": [1]}, "multitask_strategy": strategy}
+
+    refused = [
+        {"assistant_id": "ask"},
+        {"assistant_id": "linear", "interrupt_before": ["nope"]},
+        {"assistant_id": "linear", "context": {"__bw__": 1}},
+        {"assistant_id": "linear", "command": {"goto": "nope"}},
+        {"assistant_id": "linear", "checkpoint_id": "1f0-unknown"},
+    ]
+
+    answers = [_send(client, f"/threads/{thread}/runs", {**new, **bad}) for bad in refused]
+
+    assert [status for status, _ in answers] == [422, 422, 422, 422, 404], answers
+    assert "linear" in answers[0][1] and "nope" in answers[1][1]
+    assert _statuses() == {active: Run.Status.QUEUED}
+
+
+@pytest.mark.parametrize("command", [{"goto": "finish"}, {"update": {"amount": 4}}])
+def test_a_command_without_resume_on_a_thread_waiting_for_an_answer_is_refused(
+    command: dict[str, Any],
+) -> None:
+    client = client_of("alice")
+    thread = _paused(client)
+    runs = _statuses()
+
+    status, detail = _send(
+        client, f"/threads/{thread}/runs", {"assistant_id": "ask", "command": command}
+    )
+
+    assert status == 409 and "waits for answers" in detail, detail
+    assert _statuses() == runs
+    assert Thread.objects.get(id=thread).status == Thread.Status.INTERRUPTED
+
+
+@pytest.mark.parametrize(
+    "fork",
+    [
+        {"checkpoint_id": "1f0-unknown"},
+        {"checkpoint": {"checkpoint_id": "1f0-unknown"}},
+        {"config": {"configurable": {"checkpoint_id": "1f0-unknown"}}},
+    ],
+)
+def test_a_run_from_an_unknown_checkpoint_is_not_found(fork: dict[str, Any]) -> None:
+    client = client_of("alice")
+    thread = post(client, "/threads", {})["thread_id"]
+    post(client, f"/threads/{thread}/runs", {"assistant_id": "linear", "input": {"log": []}})
+    run_next()
+    runs, state = _statuses(), client.get(f"/lg/threads/{thread}").json()
+
+    status, detail = _send(
+        client, f"/threads/{thread}/runs", {"assistant_id": "linear", "input": {"log": []}, **fork}
+    )
+
+    assert (status, detail) == (404, "Checkpoint '1f0-unknown' not found.")
+    assert _statuses() == runs
+    assert client.get(f"/lg/threads/{thread}").json() == state
