@@ -85,6 +85,10 @@ def launch(
         )
     webhook = webhooks.checked_url(body["webhook"]) if body.get("webhook") else ""
     thread = None if thread_id is None else _thread(user, thread_id, body)
+    if thread is not None and thread.graph and thread.graph != graph:
+        raise ProtocolError(
+            422, f"Thread {thread.id!r} runs graph {thread.graph!r}; run it with that assistant."
+        )
     command = body.get("command") or {}
     if "resume" in command:
         _within_decision_rate(user)
@@ -93,21 +97,20 @@ def launch(
                 409, "A new thread has no interrupt to resume; start it with input."
             )
         return _answer(user, thread, graph, body, _answers(thread, command["resume"]), webhook)
-    if (
-        body.get("input") is None
-        and not (command.get("goto") or command.get("update"))
-        and thread is not None
-    ):
+    if body.get("input") is None and thread is not None:
+        # A command's goto or update does not answer a question: the run would stop at it
+        # again, failing for want of the answer.
         pending = _pending(thread)
-        if pending and all(i.timing is not None for i in pending):
-            return _answer(user, thread, graph, body, {i.id: None for i in pending}, webhook)
-        if pending:
-            ids = ", ".join(i.id for i in pending if i.timing is None)
+        asked = [i.id for i in pending if i.timing is None]
+        if asked:
             raise ProtocolError(
                 409,
-                f"Thread {thread.id!r} waits for answers to interrupt(s) {ids}: resume it with "
-                "command={'resume': ...} (a map of interrupt ids to answers for several).",
+                f"Thread {thread.id!r} waits for answers to interrupt(s) {', '.join(asked)}: "
+                "resume it with command={'resume': ...} (a map of interrupt ids to answers for "
+                "several).",
             )
+        if pending and not (command.get("goto") or command.get("update")):
+            return _answer(user, thread, graph, body, {i.id: None for i in pending}, webhook)
     return _start(user, thread_id, thread, graph, body, webhook, own_thread)
 
 
@@ -184,10 +187,6 @@ def _answer(
     chosen: dict[str, Any],
     webhook: str,
 ) -> Run:
-    if thread.graph and thread.graph != graph:
-        raise ProtocolError(
-            422, f"Thread {thread.id!r} runs graph {thread.graph!r}; resume it with that assistant."
-        )
     refused = [
         k
         for k in ("checkpoint", "checkpoint_id", "interrupt_before", "interrupt_after")
@@ -255,6 +254,16 @@ def _start(
         values = input_values(body["input"]) if body.get("input") is not None else None
     except ValueError as exc:
         raise ProtocolError(422, f"Invalid input: {exc}") from None
+    # Everything the run could be refused for is checked before the strategy stops the
+    # thread's active runs: a refused request changes nothing.
+    try:
+        options = _options(body)
+        service.check_start(graph, values, user=user, context=body.get("context"), options=options)
+    except ValueError as exc:
+        raise ProtocolError(422, str(exc)) from None
+    fork = (options or {}).get("checkpoint_id")
+    if fork is not None:
+        _fork_point(thread, fork)
     strategy = body.get("multitask_strategy") or "enqueue"
     if thread is not None and lookup.busy(thread):
         _make_room(user, thread, strategy)
@@ -268,7 +277,7 @@ def _start(
                 user=user,
                 metadata=metadata,
                 context=body.get("context"),
-                options=_options(body),
+                options=options,
                 enqueue=strategy == "enqueue",
             )
             if thread is not None and not all(k in (thread.metadata or {}) for k in metadata):
@@ -293,8 +302,16 @@ def _make_room(user: Any, thread: Thread, strategy: str) -> None:
         raise ProtocolError(409, BUSY)
     if strategy == "enqueue":
         return
-    for run in Run.objects.filter(thread=thread, status__in=lookup.ACTIVE).order_by("created_at"):
-        stop(user, run, strategy)
+    active = Run.objects.filter(thread=thread, status__in=lookup.ACTIVE).order_by("created_at")
+    stop(user, list(active), strategy)
+
+
+def _fork_point(thread: Thread | None, checkpoint_id: str) -> None:
+    """404 unless the thread has the checkpoint the run is to start from (a new thread has
+    none), as reading the state at an unknown checkpoint answers."""
+    if thread is None:
+        raise not_found(f"Checkpoint {checkpoint_id!r}")
+    lookup.snapshot(thread, checkpoint_id)
 
 
 def _options(body: Mapping[str, Any]) -> dict[str, Any] | None:

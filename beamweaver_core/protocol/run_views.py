@@ -60,9 +60,12 @@ def create(request: HttpRequest, user: Any, thread_id: str | None = None) -> Htt
 
 
 def batch(request: HttpRequest, user: Any) -> list[dict[str, Any]]:
+    """Stateless runs, all of them or none: they are queued in one transaction, so an item
+    refused undoes those before it before any worker sees them."""
     runs = parse(request)
     check(runs, "RunBatchCreate")
-    return [_shown(launch(user, None, body)) for body in runs]
+    with transaction.atomic():
+        return [_shown(launch(user, None, body)) for body in runs]
 
 
 def listing(request: HttpRequest, user: Any, thread_id: str) -> list[dict[str, Any]]:
@@ -105,29 +108,41 @@ def _action(request: HttpRequest) -> str:
 
 def cancel(request: HttpRequest, user: Any, thread_id: str, run_id: str) -> HttpResponse:
     run = lookup.run(user, thread_id, run_id)
-    action = _action(request)
+    action, waited = _action(request), flag(request.GET, "wait")
     if run.status not in (*lookup.ACTIVE, Run.Status.INTERRUPTED):
         raise ProtocolError(
             409, f"Run {run_id} is {run.status}; only active or paused runs can be cancelled."
         )
-    stop(user, run, action)
-    return HttpResponse(status=204 if flag(request.GET, "wait") else 202)
+    stop(user, [run], action)
+    return HttpResponse(status=204 if waited else 202)
 
 
 def cancel_many(request: HttpRequest, user: Any) -> HttpResponse:
+    """The runs a `status` names (every visible thread's), or those of `thread_id` and
+    `run_ids`; all of them or none."""
     body = json_body(request, "RunsCancel")
     action = _action(request)
+    named = "thread_id" in body or "run_ids" in body
+    if "status" in body and named:
+        raise ProtocolError(
+            422,
+            "When providing a 'status', 'thread_id' and 'run_ids' must be omitted: the status "
+            "cancels every run with that status.",
+        )
+    if "status" not in body and not named:
+        raise ProtocolError(
+            422, "Name the runs to cancel: 'thread_id' and/or 'run_ids', or a 'status'."
+        )
     runs = Run.objects.filter(thread__in=lookup.threads(user))
-    if body.get("thread_id"):
+    if "thread_id" in body:
         runs = runs.filter(thread_id=body["thread_id"])
-    if body.get("run_ids"):
+    if "run_ids" in body:
         runs = runs.filter(id__in=body["run_ids"])
     wanted = {
         "pending": (Run.Status.WAITING, Run.Status.QUEUED),
         "running": (Run.Status.RUNNING,),
-    }.get(body.get("status") or "all", lookup.ACTIVE)
-    for run in runs.filter(status__in=wanted).order_by("created_at"):
-        stop(user, run, action)
+    }.get(body.get("status", "all"), lookup.ACTIVE)
+    stop(user, list(runs.filter(status__in=wanted).order_by("created_at")), action)
     return HttpResponse(status=204)
 
 

@@ -205,7 +205,11 @@ REQUESTS: dict[str, dict[str, Any]] = {
         "type": "object",
         "properties": {
             "thread_id": _ID,
-            "run_ids": {"type": "array", "items": _ID, "maxItems": 1000},
+            "run_ids": {
+                "type": "array",
+                "items": {"type": "string", "format": "uuid"},
+                "maxItems": 1000,
+            },
             "status": {"type": "string", "enum": ["pending", "running", "all"]},
         },
     },

@@ -6,7 +6,10 @@ pending reviews."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
+
+from django.db import transaction
 
 from beamweaver_core.models import Run
 from beamweaver_core.protocol.errors import ProtocolError
@@ -15,15 +18,20 @@ from beamweaver_core.runtime.access import access
 from beamweaver_core.runtime.rollback import rollback_run
 
 
-def stop(user: Any, run: Run, action: str = "interrupt") -> None:
-    """Cancel `run` (`action="rollback"`: roll it back) for `user`; 403 if they may not."""
-    refusal = access().cancel_refusal(user, run)
-    if refusal is not None:
-        raise ProtocolError(403, refusal)
-    if action == "rollback" and run.kind == Run.Kind.START:
-        rollback_run(run.id, user=user)
-    else:
-        service.cancel_run(run.id, user=user)
+def stop(user: Any, runs: Sequence[Run], action: str = "interrupt") -> None:
+    """Cancel every one of `runs` (`action="rollback"`: roll them back) for `user`, or
+    none: 403 for the first they may not cancel, before any is stopped, and a run that
+    can no longer be stopped (`RunStateError`) undoes those stopped before it."""
+    for run in runs:
+        refusal = access().cancel_refusal(user, run)
+        if refusal is not None:
+            raise ProtocolError(403, f"Run {run.id}: {refusal}")
+    with transaction.atomic():
+        for run in runs:
+            if action == "rollback" and run.kind == Run.Kind.START:
+                rollback_run(run.id, user=user)
+            else:
+                service.cancel_run(run.id, user=user)
 
 
 __all__ = ["stop"]

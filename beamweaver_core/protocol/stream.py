@@ -107,7 +107,7 @@ def cancel_quietly(user: Any, run_id: Any) -> None:
     """Cancel the run its client left (`on_disconnect="cancel"`), unless it stopped or
     the client may not cancel it."""
     try:
-        stop(user, Run.objects.get(id=run_id))
+        stop(user, [Run.objects.get(id=run_id)])
     except (ProtocolError, RunStateError, Run.DoesNotExist) as exc:
         logger.info("Run %s not cancelled on disconnect: %s", run_id, exc)
 

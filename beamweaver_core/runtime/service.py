@@ -67,13 +67,9 @@ def start_run(
     `options` say how to run (`beamweaver_core.runtime.options`). A thread takes one queued
     run at a time: another is refused (`ThreadBusyError`), unless `enqueue`, which makes it
     wait (`Run.Status.WAITING`) until the runs before it have run."""
-    registry.load(graph)
-    if input is not None and not isinstance(input, Mapping):
-        raise ValueError(f"The input of a run must be a JSON object, got {input!r}.")
-    payload = None if input is None else _jsonable(dict(input), "input")
-    checked = run_options.check(options, registry.compiled_graph(graph, None)) if options else None
-    options_payload = None if checked is None else _jsonable(checked, "options")
-    context_payload = run_context(context, user)
+    payload, options_payload, context_payload = _start_payloads(
+        graph, input, user, context, options
+    )
     thread_id = thread_ids.check(thread_id) if thread_id else uuid.uuid4().hex
     metadata_json = json.dumps(dict(metadata or {}), ensure_ascii=False)
     with _busy(thread_id), transaction.atomic():
@@ -106,6 +102,38 @@ def start_run(
             status=status,
         )
     return run
+
+
+def check_start(
+    graph: str,
+    input: Mapping[str, Any] | None,
+    *,
+    user: Any = None,
+    context: Mapping[str, Any] | None = None,
+    options: Mapping[str, Any] | None = None,
+) -> None:
+    """Raise what `start_run` would raise for these arguments before it touches the
+    database (`ValueError` saying what is wrong, `UnknownGraphError`): for a caller that
+    acts on the thread before starting the run (a multitask strategy stopping its active
+    runs) and must not act for a run that will be refused."""
+    _start_payloads(graph, input, user, context, options)
+
+
+def _start_payloads(
+    graph: str,
+    input: Mapping[str, Any] | None,
+    user: Any,
+    context: Mapping[str, Any] | None,
+    options: Mapping[str, Any] | None,
+) -> tuple[Any, Any, dict[str, Any] | None]:
+    """A start's input, options and context, checked, as stored."""
+    registry.load(graph)
+    if input is not None and not isinstance(input, Mapping):
+        raise ValueError(f"The input of a run must be a JSON object, got {input!r}.")
+    payload = None if input is None else _jsonable(dict(input), "input")
+    checked = run_options.check(options, registry.compiled_graph(graph, None)) if options else None
+    options_payload = None if checked is None else _jsonable(checked, "options")
+    return payload, options_payload, run_context(context, user)
 
 
 # Create the thread or lock the existing one (the no-op update takes its row lock, as
@@ -312,4 +340,11 @@ def requeue_run(run_id: Any) -> Run:
     return run
 
 
-__all__ = ["RunStateError", "cancel_run", "requeue_run", "resume_thread", "start_run"]
+__all__ = [
+    "RunStateError",
+    "cancel_run",
+    "check_start",
+    "requeue_run",
+    "resume_thread",
+    "start_run",
+]
