@@ -10,20 +10,25 @@ which Dave is in and Erin is not.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 from channels.db import database_sync_to_async
 from django.contrib.auth.models import Group, User
-from django.test import AsyncClient, Client
+from django.test import Client
 
 from beamweaver_core.models import Run
 from beamweaver_core.protocol import run_views, stream, thread_stream
 from reviews.models import ApiToken, ReviewItem
-from tests.protocol.conftest import api_user, client_of, post, token_for
+from tests.protocol.conftest import (
+    api_user,
+    async_client_of,
+    client_of,
+    post,
+    read_stream,
+    token_for,
+)
 from tests.reviews.conftest import run_next, use_policies
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("protocol_graphs")]
@@ -75,21 +80,6 @@ def _on_read(number: int, wrapped: Callable[..., Any], before: Callable[[], Any]
     return read
 
 
-async def _read(response: Any, until: bytes = b"event: end", seconds: float = 20) -> bytes:
-    """What the stream sent until it closed or sent `until` (at most `seconds`)."""
-    sent: list[bytes] = []
-
-    async def read() -> None:
-        async for chunk in response.streaming_content:
-            sent.append(chunk)
-            if until in chunk:
-                return
-
-    with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(read(), seconds)
-    return b"".join(sent)
-
-
 def _revoked_then_run(username: str) -> Callable[[], Run]:
     def revoke_then_run() -> Run:
         ApiToken.objects.get(user__username=username).revoke()
@@ -100,11 +90,6 @@ def _revoked_then_run(username: str) -> Callable[[], Run]:
 
 def _token(username: str) -> str:
     return token_for(api_user(username))
-
-
-def _async_client(token: str) -> AsyncClient:
-    # The async client's defaults are the ASGI request's headers, named as given.
-    return AsyncClient(X_API_KEY=token)
 
 
 def test_a_join_is_404_when_the_thread_hid_from_the_caller_while_they_waited(
@@ -142,11 +127,11 @@ async def test_a_runs_stream_ends_when_the_thread_hid_from_the_caller(
     dave: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     thread, run = await database_sync_to_async(_queued)(dave)
-    erin = _async_client(await database_sync_to_async(_token)("erin"))
+    erin = async_client_of(await database_sync_to_async(_token)("erin"))
     monkeypatch.setattr(stream, "_batch", _on_read(1, stream._batch, run_next))
 
     response = await erin.get(f"/lg/threads/{thread}/runs/{run}/stream?stream_mode=values")
-    sent = await _read(response)
+    sent = await read_stream(response)
 
     assert response.status_code == 200
     assert sent.startswith(b"event: metadata")
@@ -163,10 +148,10 @@ async def test_a_runs_stream_ends_when_the_callers_token_is_revoked(
     revoked = _on_read(1, stream._batch, _revoked_then_run("frank"))
     monkeypatch.setattr(stream, "_batch", revoked)
 
-    response = await _async_client(raw).get(
+    response = await async_client_of(raw).get(
         f"/lg/threads/{thread}/runs/{run}/stream?stream_mode=values"
     )
-    sent = await _read(response)
+    sent = await read_stream(response)
 
     assert str(SECRET) not in sent.decode()
     assert b"event: error" in sent and b"event: end" not in sent
@@ -176,12 +161,12 @@ async def test_a_threads_stream_ends_when_the_thread_hid_from_the_caller(
     dave: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     thread, _ = await database_sync_to_async(_queued)(dave)
-    erin = _async_client(await database_sync_to_async(_token)("erin"))
+    erin = async_client_of(await database_sync_to_async(_token)("erin"))
     read = _on_read(2, thread_stream.ThreadStream.batch, run_next)  # once open and read
     monkeypatch.setattr(thread_stream.ThreadStream, "batch", read)
 
     response = await erin.get(f"/lg/threads/{thread}/stream?stream_mode=run_modes")
-    sent = await _read(response, until=b"event: error")
+    sent = await read_stream(response, until=b"event: error")
 
     assert response.status_code == 200
     assert str(SECRET) not in sent.decode()
