@@ -27,6 +27,7 @@ from beamweaver_core.users import AnyUser, User
 from reviews.live_check import LiveCheck
 from reviews.models import AuditEvent, ReviewItem
 from reviews.roles import (
+    EVERY_REVIEWER,
     MANAGE_PERMISSION,
     REVEAL_PERMISSION,
     REVIEW_PERMISSION,
@@ -78,6 +79,12 @@ def visible_threads(user: AnyUser | None) -> QuerySet[Thread]:
     return Thread.objects.filter(~Exists(_hidden_item_ids(user).filter(thread_id=OuterRef("id"))))
 
 
+def hidden_from_some(thread_id: str) -> bool:
+    """Whether some reviewers may not see the thread (`visible_threads`): one of its items
+    is decided by the deciders its policy named, not by every reviewer."""
+    return ReviewItem.objects.filter(thread_id=thread_id).exclude(EVERY_REVIEWER).exists()
+
+
 def visible_audit(user: AnyUser | None, events: _Events) -> _Events:
     """The audit events `user` may read: managers all of them; other reviewers those of
     items they may see, and their own events of no item (an attempt on an item that does
@@ -101,6 +108,7 @@ __all__ = [
     "can_reveal",
     "can_review",
     "group_ids",
+    "hidden_from_some",
     "is_decider",
     "manager_ids",
     "policy_allows",

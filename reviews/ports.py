@@ -19,7 +19,7 @@ from beamweaver_core.runtime.answers import (
 from beamweaver_core.users import User
 from reviews.cancelling import cancel_refusal
 from reviews.models import ApiToken, Decision, ReviewItem
-from reviews.permissions import can_review, visible_threads
+from reviews.permissions import can_review, hidden_from_some, visible_threads
 from reviews.services import DecisionRequest, decide
 from reviews.token_check import live_token
 
@@ -45,6 +45,14 @@ class ReviewsAccess:
     def cancel_refusal(self, user: User, run: Run) -> str | None:
         refusal = cancel_refusal(user, run)
         return refusal.message if refusal is not None else None
+
+    def copy_refusal(self, thread: Thread) -> str | None:
+        if not hidden_from_some(thread.id):
+            return None
+        return (
+            f"Thread {thread.id!r} is hidden from some reviewers by its review items, and a "
+            "copy has none: it would show them the thread, so it is not copied."
+        )
 
     def issue_token(self, user: User, name: str) -> str:
         return ApiToken.objects.issue(user, name)[1]

@@ -70,6 +70,10 @@ def group_ids(user: User) -> list[int]:
     return list(cached)
 
 
+EVERY_REVIEWER = Q(reviewer_group_ids=[], responder_ids=[])
+"""The items every reviewer decides (and so sees): their policy named no deciders."""
+
+
 def decider_filter(
     user: User, groups: list[int] | QuerySet[Model, dict[str, int]] | None = None
 ) -> Q:
@@ -77,11 +81,7 @@ def decider_filter(
     None, or a queryset of them (`values("group_id")`) read in the same statement."""
     if groups is None:
         groups = group_ids(user)
-    rule = (
-        Q(reviewer_group_ids=[], responder_ids=[])
-        | Q(responder_ids__contains=[user.pk])
-        | Q(assignee_id=user.pk)
-    )
+    rule = EVERY_REVIEWER | Q(responder_ids__contains=[user.pk]) | Q(assignee_id=user.pk)
     if not isinstance(groups, list) or groups:
         rule |= Q(reviewer_group_ids__overlap=groups) | Q(
             escalated_at__isnull=False, escalation_group_id__in=groups
@@ -181,6 +181,7 @@ def manager_ids() -> set[int]:
 
 
 __all__ = [
+    "EVERY_REVIEWER",
     "GROUP_IDS",
     "MANAGE_PERMISSION",
     "REVEAL_PERMISSION",

@@ -20,15 +20,26 @@ HOW = (
 )
 
 
-def caller(request: HttpRequest) -> Any:
-    """The user the request's token acts as; 401 without a live token."""
+def token_of(request: HttpRequest) -> str:
+    """The API token the request sends ("" without one)."""
     raw = request.headers.get("x-api-key", "").strip()
     if not raw:
         scheme, _, value = request.headers.get("Authorization", "").partition(" ")
         if scheme.lower() == "bearer":
             raw = value.strip()
+    return raw
+
+
+def caller(request: HttpRequest) -> Any:
+    """The user the request's token acts as; 401 without a live token."""
+    raw = token_of(request)
     if not raw:
         raise ProtocolError(401, f"Authentication required. {HOW}")
+    return token_user(raw)
+
+
+def token_user(raw: str) -> Any:
+    """The user the API token `raw` acts as; 401 if it is not (or no longer) live."""
     user = access().authenticate(raw)
     if user is None:
         raise ProtocolError(
@@ -39,4 +50,4 @@ def caller(request: HttpRequest) -> Any:
     return user
 
 
-__all__ = ["HOW", "caller"]
+__all__ = ["HOW", "caller", "token_of", "token_user"]

@@ -12,6 +12,7 @@ from beamweaver_core.checkpoint.postgres import PostgresCheckpointer
 from beamweaver_core.exceptions import CheckpointNotFoundError
 from beamweaver_core.graph.compiled import CompiledGraph
 from beamweaver_core.models import Run, Thread
+from beamweaver_core.protocol.auth import token_user
 from beamweaver_core.protocol.errors import ProtocolError, not_found
 from beamweaver_core.runtime import options as run_options
 from beamweaver_core.runtime import registry
@@ -32,6 +33,14 @@ def thread(user: Any, thread_id: str) -> Thread:
     if found is None:
         raise not_found(f"Thread {thread_id!r}")
     return found
+
+
+def thread_again(token: str, thread_id: str) -> Thread:
+    """The thread, if `token` still acts as a user who may see it; 401 or 404 otherwise.
+    A wait or a stream asks again before it answers or sends more: meanwhile the token
+    may have been revoked, or the thread hidden from its user (its run asked a question
+    a review policy gives to others)."""
+    return thread(token_user(token), thread_id)
 
 
 def run(user: Any, thread_id: str, run_id: str) -> Run:
@@ -105,4 +114,14 @@ def busy(thread: Thread) -> bool:
     return Run.objects.filter(thread=thread, status__in=ACTIVE).exists()
 
 
-__all__ = ["ACTIVE", "busy", "graph", "require_graph", "run", "snapshot", "thread", "threads"]
+__all__ = [
+    "ACTIVE",
+    "busy",
+    "graph",
+    "require_graph",
+    "run",
+    "snapshot",
+    "thread",
+    "thread_again",
+    "threads",
+]

@@ -14,6 +14,7 @@ from django.http.response import HttpResponseBase
 
 from beamweaver_core.models import Run
 from beamweaver_core.protocol import lookup, representations, schemas
+from beamweaver_core.protocol.auth import token_of
 from beamweaver_core.protocol.body import check, flag, json_body, number, parse
 from beamweaver_core.protocol.db import in_thread
 from beamweaver_core.protocol.deletion import kept_elsewhere
@@ -168,6 +169,7 @@ async def wait(request: HttpRequest, user: Any, thread_id: str | None = None) ->
 async def join(request: HttpRequest, user: Any, thread_id: str, run_id: str) -> HttpResponseBase:
     run = await in_thread(lookup.run)(user, thread_id, run_id)
     stopped = await until_stopped(run)
+    await in_thread(lookup.thread_again)(token_of(request), thread_id)
     body = await in_thread(result)(stopped) if stopped is not None else {}
     return JsonResponse(body)
 

@@ -54,13 +54,14 @@ def task_start(task_id: str, node: str, values: Any) -> dict[str, Any]:
 
 
 def task_result(
-    task_id: str, node: str, data: Mapping[str, Any], interrupts: list[dict[str, Any]]
+    task_id: str, node: str, data: Mapping[str, Any], update: Any, interrupts: list[dict[str, Any]]
 ) -> dict[str, Any]:
+    """A finished task (`data`: its stored event; `update`: its writes on the wire)."""
     return {
         "id": task_id,
         "name": node,
         "error": data.get("error"),
-        "result": data.get("update") or {},
+        "result": update or {},
         "interrupts": interrupts,
     }
 

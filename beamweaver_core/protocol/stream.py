@@ -14,18 +14,23 @@ drops one that takes nothing for `SEND_STALL_SECONDS`), and the stream encodes a
 still running also ends once it has sent `LG_STREAM_MAX_BYTES` (the SDKs reconnect with
 `Last-Event-ID` to the `Location` the response names); a finished run's stream is sent
 whole (the SDKs do not reconnect to a finished run's stream).
+
+Before each batch of the run's events is sent, the caller's token and their right to see
+the thread are checked again (`refusal`): a question the run asks can hide the thread from
+them, and the stream then ends with an `error` event.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
 from beamweaver_core.conf import conf
 from beamweaver_core.models import Run
+from beamweaver_core.protocol import lookup
 from beamweaver_core.protocol.backlog import next_events
 from beamweaver_core.protocol.db import in_thread
 from beamweaver_core.protocol.errors import ProtocolError
@@ -57,6 +62,9 @@ class StreamRequest:
 
     run: Run
     modes: frozenset[str]
+    token: str
+    """The caller's API token, checked again before each batch of events is sent
+    (`refusal`)."""
     subgraphs: bool = False
     after: tuple[int, int] | None = None
     cancel_on_disconnect: bool = False
@@ -99,6 +107,18 @@ def _batch(
     return out, cursor, None
 
 
+async def refusal(token: str, thread_id: str) -> bytes | None:
+    """The `error` frame that ends a stream whose caller may no longer see its thread
+    (`lookup.thread_again`: the token was revoked, or a question the thread's run asked
+    hid it from its user), or None while they may."""
+    try:
+        await in_thread(lookup.thread_again)(token, thread_id)
+    except ProtocolError as exc:
+        kind = "AuthenticationError" if exc.status == 401 else "NotFoundError"
+        return encode("error", {"error": kind, "message": exc.detail})
+    return None
+
+
 def _status(run_id: Any) -> str | None:
     return Run.objects.filter(id=run_id).values_list("status", flat=True).first()
 
@@ -119,13 +139,24 @@ async def frames(
     subscription taken before the run was queued (so no live delta is missed), which the
     stream then owns."""
     ended = False
+    produced = _produce(request, translator, hints)
     try:
-        async for chunk in _produce(request, translator, hints):
-            if chunk == _DONE:
+        async for sent in produced:
+            if sent == _DONE:
                 ended = True
                 continue
-            yield chunk
+            if isinstance(sent, list):
+                refused = await refusal(request.token, request.run.thread_id)
+                if refused is not None:
+                    ended = True
+                    yield refused
+                    return
+                for chunk in sent:
+                    yield chunk
+            else:
+                yield sent
     finally:
+        await produced.aclose()
         if request.cancel_on_disconnect and not ended:
             await in_thread(cancel_quietly)(request.user, request.run.id)
 
@@ -135,9 +166,16 @@ _DONE = b""
 (never sent on): anything else ending the stream is the client leaving."""
 
 
+def _size(chunks: list[bytes]) -> int:
+    return sum(len(chunk) for chunk in chunks)
+
+
 async def _produce(
     request: StreamRequest, translator: Translator, hints: Hints | None
-) -> AsyncIterator[bytes]:
+) -> AsyncGenerator[bytes | list[bytes], None]:
+    """The stream's frames: the run's events in lists (`frames` checks that the caller
+    may still see them before it sends them), the rest (metadata, `end`, heartbeats) as
+    they are."""
     run = request.run
     batch = in_thread(_batch)
     status = in_thread(_status)
@@ -162,9 +200,9 @@ async def _produce(
                 translator, cursor, skip, min(limit - sent, WINDOW_BYTES)
             )
             skip = -1
-            for chunk in found:
-                sent += len(chunk)
-                yield chunk
+            if found:
+                sent += _size(found)
+                yield found
             if sent > limit and (await status(run.id)) not in (*TERMINAL, None):
                 yield _DONE
                 return  # the client reconnects with Last-Event-ID (see the docstring)
@@ -175,9 +213,10 @@ async def _produce(
                 if time.monotonic() - gap_since > GAP_WAIT_SECONDS:
                     translator.deltas.give_up_before(gap)
                     gap_since = None
-                for chunk in await live(GAP_POLL_SECONDS):
-                    sent += len(chunk)
-                    yield chunk
+                chunks = await live(GAP_POLL_SECONDS)
+                if chunks:
+                    sent += _size(chunks)
+                    yield chunks
                 continue
             gap_since = None
             if found or cursor != read_from:
@@ -189,9 +228,9 @@ async def _produce(
                 found, cursor, gap = await batch(
                     translator, cursor, -1, min(limit - sent, WINDOW_BYTES)
                 )
-                for chunk in found:
-                    sent += len(chunk)
-                    yield chunk
+                if found:
+                    sent += _size(found)
+                    yield found
                 if cursor == read_from and gap is None:
                     yield encode("end", None)
                     yield _DONE
@@ -201,14 +240,20 @@ async def _produce(
                 yield _DONE
                 return
             chunks = await live(conf.lg_poll_seconds(live=subscription.live))
-            for chunk in chunks:
-                sent += len(chunk)
-                yield chunk
             if chunks:
+                sent += _size(chunks)
+                yield chunks
                 idle_since = time.monotonic()
             elif time.monotonic() - idle_since > HEARTBEAT_SECONDS:
                 idle_since = time.monotonic()
                 yield HEARTBEAT
 
 
-__all__ = ["TERMINAL", "StreamRequest", "cancel_quietly", "frames", "open_translator"]
+__all__ = [
+    "TERMINAL",
+    "StreamRequest",
+    "cancel_quietly",
+    "frames",
+    "open_translator",
+    "refusal",
+]

@@ -11,6 +11,7 @@ from django.http import HttpRequest, StreamingHttpResponse
 from django.http.response import HttpResponseBase
 
 from beamweaver_core.protocol import lookup, schemas
+from beamweaver_core.protocol.auth import token_of
 from beamweaver_core.protocol.body import flag, json_body
 from beamweaver_core.protocol.db import in_thread
 from beamweaver_core.protocol.errors import ProtocolError
@@ -65,6 +66,7 @@ async def stream(request: HttpRequest, user: Any, thread_id: str | None = None) 
         wanted = StreamRequest(
             run=run,
             modes=modes,
+            token=token_of(request),
             subgraphs=bool(body.get("stream_subgraphs")),
             cancel_on_disconnect=body.get("on_disconnect") == "cancel",
             user=user,
@@ -86,6 +88,7 @@ def _join_request(request: HttpRequest, user: Any, thread_id: str, run_id: str) 
     return StreamRequest(
         run=run,
         modes=_modes(asked or kwargs.get("stream_mode")),
+        token=token_of(request),
         subgraphs=bool(kwargs.get("stream_subgraphs")),
         after=_after(request),
         cancel_on_disconnect=flag(request.GET, "cancel_on_disconnect"),
@@ -111,7 +114,7 @@ def _thread_stream(request: HttpRequest, user: Any, thread_id: str) -> ThreadStr
         raise ProtocolError(
             422, f"Invalid stream mode(s) {unknown}; a thread streams {', '.join(THREAD_MODES)}."
         )
-    return ThreadStream(thread, frozenset(modes))
+    return ThreadStream(thread, frozenset(modes), token_of(request))
 
 
 async def thread_stream(request: HttpRequest, user: Any, thread_id: str) -> HttpResponseBase:

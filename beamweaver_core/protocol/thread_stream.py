@@ -6,7 +6,9 @@ decision queues, until the client leaves.
 
 Event ids are `<stored event id>-<index>`: a thread's stored events are written one run
 at a time, so their ids only grow; `Last-Event-ID` resumes after the last one seen.
-Without it the stream starts with what happens next.
+Without it the stream starts with what happens next. Each batch is sent once the caller's
+token and their right to see the thread are checked again (`stream.refusal`); the stream
+ends with an `error` event when they may no longer see it.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from beamweaver_core.protocol.deltas import Frame
 from beamweaver_core.protocol.hints import Hints
 from beamweaver_core.protocol.models import ProtocolRun
 from beamweaver_core.protocol.sse import HEARTBEAT, encode
-from beamweaver_core.protocol.stream import BATCH, HEARTBEAT_SECONDS, TERMINAL
+from beamweaver_core.protocol.stream import BATCH, HEARTBEAT_SECONDS, TERMINAL, refusal
 from beamweaver_core.protocol.translate import Translator
 
 DONE_EVENTS = frozenset({"run.completed", "run.interrupted", "run.failed"})
@@ -33,10 +35,12 @@ LIFECYCLE = frozenset({"lifecycle"})
 
 
 class ThreadStream:
-    """The translators of the thread's runs, and what was announced of them."""
+    """The translators of the thread's runs, and what was announced of them; `token`:
+    the caller's, checked again before each batch of events is sent."""
 
-    def __init__(self, thread: Thread, modes: frozenset[str]) -> None:
+    def __init__(self, thread: Thread, modes: frozenset[str], token: str) -> None:
         self.thread = thread
+        self.token = token
         self.lifecycle = modes == LIFECYCLE
         self.translators: dict[Any, Translator] = {}
         self.done: set[Any] = set()
@@ -134,15 +138,24 @@ async def thread_frames(
                     found, cursor = await batch(cursor, skip)
                     if not found:
                         found = stream.announce_done(ended)
+            stored = bool(found)
+            if not stored:
+                hinted = await hints.wait(conf.lg_poll_seconds(live=hints.live))
+                found = [
+                    (event, data, None) for hint in hinted for event, data in stream.live(hint)
+                ]
+                if hinted:
+                    idle_since = time.monotonic()
+            if found:
+                refused = await refusal(stream.token, stream.thread.id)
+                if refused is not None:
+                    yield refused
+                    return
             for event, data, event_id in found:
                 yield encode(event, data, event_id)
-            if found:
+            if stored:
                 idle_since = time.monotonic()
                 continue
-            for hint in await hints.wait(conf.lg_poll_seconds(live=hints.live)):
-                for event, data in stream.live(hint):
-                    yield encode(event, data)
-                idle_since = time.monotonic()
             if time.monotonic() - idle_since > HEARTBEAT_SECONDS:
                 idle_since = time.monotonic()
                 yield HEARTBEAT

@@ -16,6 +16,7 @@ from beamweaver_core.protocol.body import json_body
 from beamweaver_core.protocol.deletion import delete_thread, kept_elsewhere
 from beamweaver_core.protocol.errors import ProtocolError
 from beamweaver_core.runtime import thread_ids
+from beamweaver_core.runtime.access import access
 
 SCAN_LIMIT = 1000
 """Threads read at most to match a `values` filter (values are not indexed)."""
@@ -103,6 +104,9 @@ def delete(request: HttpRequest, user: Any, thread_id: str) -> None:
 
 def copy(request: HttpRequest, user: Any, thread_id: str) -> dict[str, Any]:
     thread = lookup.thread(user, thread_id)
+    refusal = access().copy_refusal(thread)
+    if refusal is not None:
+        raise ProtocolError(409, refusal)
     new_id = str(uuid.uuid4())
     with transaction.atomic():
         status = Thread.Status.IDLE if thread.status == Thread.Status.RUNNING else thread.status

@@ -72,6 +72,8 @@ class Translator:
         )
         self.values: dict[str, Any] | None = None
         self.messages = 0
+        self.appended = 0
+        """Messages the step's nodes finished so far added after the state's `messages`."""
         self.step = 0
         self.asked: dict[str, Any] | None = None
         self.meta = {
@@ -156,14 +158,20 @@ class Translator:
     def _node_finished(self, row: RunEvent, data: Mapping[str, Any]) -> list[Frame]:
         frames: list[Frame] = []
         done = data.get("status") == "done"
+        shown = self.modes & {"updates", "tasks", "debug", "events"}
+        update = self._update(data, self.messages + self.appended) if shown else None
+        if isinstance(data.get("update"), Mapping):
+            added = data["update"].get("messages")
+            self.appended += len(added) if isinstance(added, list) else 0
         if done and "updates" in self.modes:
-            frames.append(("updates", {row.node: data.get("update") or None}))
+            frames.append(("updates", {row.node: update}))
         if self.modes & {"tasks", "debug"}:
             asked = [
                 {"id": i, "value": self._interrupt_values().get(i)}
                 for i in data.get("interrupts") or ()
             ]
-            result = shapes.task_result(str(data.get("task_id", "")), row.node, data, asked)
+            task_id = str(data.get("task_id", ""))
+            result = shapes.task_result(task_id, row.node, data, update, asked)
             if "tasks" in self.modes:
                 frames.append(("tasks", result))
             if "debug" in self.modes:
@@ -171,9 +179,7 @@ class Translator:
                     ("debug", shapes.debug("task_result", self._step(), _at(row), result))
                 )
         if done and "events" in self.modes:
-            frames.append(
-                ("events", self._event("on_chain_end", row.node, {"output": data.get("update")}))
-            )
+            frames.append(("events", self._event("on_chain_end", row.node, {"output": update})))
         return frames
 
     def _state_updated(self, row: RunEvent, data: Mapping[str, Any]) -> list[Frame]:
@@ -240,10 +246,12 @@ class Translator:
         frames: list[Frame] = []
         task_id = str(data.get("task_id", ""))
         if row.event == "node.finished":
+            update = self._update(data, 0)
             if data.get("status") == "done" and "updates" in self.modes:
-                frames.append((f"updates|{ns}", {row.node: data.get("update") or None}))
+                frames.append((f"updates|{ns}", {row.node: update}))
             if "tasks" in self.modes:
-                frames.append((f"tasks|{ns}", shapes.task_result(task_id, row.node, data, [])))
+                result = shapes.task_result(task_id, row.node, data, update, [])
+                frames.append((f"tasks|{ns}", result))
         elif row.event == "node.started" and "tasks" in self.modes:
             frames.append((f"tasks|{ns}", shapes.task_start(task_id, row.node, None)))
         return frames
@@ -276,6 +284,17 @@ class Translator:
         return frames
 
     @staticmethod
+    def _update(data: Mapping[str, Any], first_message: int) -> Any:
+        """A node's stored update as `values` shows state: messages in LangChain's format,
+        `first_message` the state's place of its first one (a subgraph's is not known)."""
+        update = data.get("update")
+        if not update:
+            return None
+        if isinstance(update, Mapping):
+            return state_values(update, first_message=first_message)
+        return update
+
+    @staticmethod
     def _message(message: Any, position: int) -> dict[str, Any] | None:
         try:
             return to_wire(as_message(message), position)
@@ -294,6 +313,7 @@ class Translator:
         return frames
 
     def _remember(self, snapshot: StateSnapshot | None) -> None:
+        self.appended = 0
         if snapshot is None:
             self.values, self.messages = {}, 0
             return

@@ -22,9 +22,10 @@ from beamweaver_core.types import Interrupt
 MAX_DEPTH = 200
 
 
-def wire(value: Any, depth: int = 0, *, messages: bool = False) -> Any:
+def wire(value: Any, depth: int = 0, *, messages: bool = False, first: int = 0) -> Any:
     """`value` as JSON data; `messages`: it is a `messages` list (dict items with a role
-    are messages in our dict form)."""
+    are messages in our dict form), whose first item is the state's message `first` (a
+    message's id may derive from its place)."""
     if depth > MAX_DEPTH:
         return "…"
     if value is None or isinstance(value, bool | int | float | str):
@@ -40,13 +41,14 @@ def wire(value: Any, depth: int = 0, *, messages: bool = False) -> Any:
     if isinstance(value, bytes):
         return base64.b64encode(value).decode()
     if isinstance(value, Mapping):
-        return {
-            str(k): wire(v, depth + 1, messages=k == "messages" and isinstance(v, list | tuple))
-            for k, v in value.items()
-        }
+        out = {}
+        for k, v in value.items():
+            listed = k == "messages" and isinstance(v, list | tuple)
+            out[str(k)] = wire(v, depth + 1, messages=listed, first=first if listed else 0)
+        return out
     if isinstance(value, list | tuple):
         if messages:
-            return [_message(item, i, depth) for i, item in enumerate(value)]
+            return [_message(item, first + i, depth) for i, item in enumerate(value)]
         return [wire(v, depth + 1) for v in value]
     if isinstance(value, set | frozenset):
         return [wire(v, depth + 1) for v in sorted(value, key=repr)]
@@ -74,9 +76,10 @@ def interrupt(value: Interrupt) -> dict[str, Any]:
     return {"id": value.id, "value": wire(value.value)}
 
 
-def state_values(values: Mapping[str, Any]) -> dict[str, Any]:
-    """A snapshot's values on the wire."""
-    out: dict[str, Any] = wire(dict(values))
+def state_values(values: Mapping[str, Any], *, first_message: int = 0) -> dict[str, Any]:
+    """A snapshot's values on the wire, or a node's update (`first_message`: the place in
+    the state's messages of the update's first one, so it has the id `values` gives it)."""
+    out: dict[str, Any] = wire(dict(values), first=first_message)
     return out
 
 

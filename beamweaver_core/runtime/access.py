@@ -36,6 +36,10 @@ class AccessPolicy(Protocol):
         """Why `user` may not cancel `run` (it also cancels the thread's pending reviews),
         or `None` if they may; the caller has checked that `user` sees its thread."""
 
+    def copy_refusal(self, thread: Thread) -> str | None:
+        """Why `thread` may not be copied, or `None` if it may: what a user sees of a
+        thread comes from the inbox's records of it, which a copy does not have."""
+
     def issue_token(self, user: User, name: str) -> str:
         """A new API token for `user` (its secret text, shown once)."""
 

@@ -9,6 +9,8 @@ are committed, so the server sees them.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import subprocess
 from collections.abc import Iterator
@@ -16,7 +18,7 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import Permission, User
-from django.test import Client
+from django.test import AsyncClient, Client
 
 from reviews.models import ApiToken
 from tests.protocol.graphs import PROTOCOL_GRAPHS
@@ -90,6 +92,27 @@ def protocol_graphs(settings: Any) -> None:
 def client_of(username: str) -> Client:
     """A test client calling `/lg` with a new token of a new reviewer."""
     return Client(HTTP_X_API_KEY=token_for(api_user(username)))
+
+
+def async_client_of(token: str) -> AsyncClient:
+    """An async test client calling `/lg` with `token` (for streams, read as they come)."""
+    # The async client's defaults are the ASGI request's headers, named as given.
+    return AsyncClient(X_API_KEY=token)
+
+
+async def read_stream(response: Any, until: bytes = b"event: end", seconds: float = 20) -> bytes:
+    """What a streamed response sent until it closed or sent `until` (at most `seconds`)."""
+    sent: list[bytes] = []
+
+    async def read() -> None:
+        async for chunk in response.streaming_content:
+            sent.append(chunk)
+            if until in chunk:
+                return
+
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(read(), seconds)
+    return b"".join(sent)
 
 
 def post(client: Client, path: str, body: dict[str, Any]) -> dict[str, Any]:

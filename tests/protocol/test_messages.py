@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 import pytest
+from channels.db import database_sync_to_async
 
 from beamweaver_core.agent.state import as_message
 from beamweaver_core.messages import Message, ToolCall
 from beamweaver_core.protocol.messages import from_wire, input_values, to_wire
 from beamweaver_core.protocol.values import state_values
+from tests.protocol.conftest import api_user, async_client_of, read_stream, token_for
+from tests.reviews.conftest import run_next
+
+HUMAN = {"type": "human", "content": "mail", "id": "h1"}
 
 
 def test_our_messages_go_out_as_langchain_dicts_with_stable_ids() -> None:
@@ -78,3 +86,52 @@ def test_both_input_forms_come_in_as_our_messages_keeping_the_client_id() -> Non
 def test_a_malformed_message_is_refused_saying_what_is_wrong(message: dict, problem: str) -> None:
     with pytest.raises(ValueError, match=problem):
         from_wire(message)
+
+
+def _sse(sent: bytes) -> list[tuple[str, Any]]:
+    """The (event, data) of each frame of a stream (heartbeats left out)."""
+    out = []
+    for frame in sent.decode().split("\r\n\r\n"):
+        fields = dict(line.split(": ", 1) for line in frame.splitlines() if ": " in line)
+        if "event" in fields:
+            out.append((fields["event"], json.loads(fields.get("data", "null"))))
+    return out
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("protocol_graphs")
+async def test_updates_carry_messages_as_values_does_with_the_same_ids() -> None:
+    """An `updates` event shows a node's new messages in LangChain's format, each the
+    message (with its id) that the next `values` event shows."""
+    token = await database_sync_to_async(lambda: token_for(api_user("alice")))()
+    client = async_client_of(token)
+    thread = (await client.post("/lg/threads", {}, content_type="application/json")).json()
+    run = await client.post(
+        f"/lg/threads/{thread['thread_id']}/runs",
+        {"assistant_id": "mailer", "input": {"messages": [HUMAN]}},
+        content_type="application/json",
+    )
+    await database_sync_to_async(run_next)()
+
+    stream = await client.get(
+        f"/lg/threads/{thread['thread_id']}/runs/{run.json()['run_id']}/stream",
+        {"stream_mode": ["values", "updates"]},
+    )
+    sent = _sse(await read_stream(stream))
+
+    updates = [data for event, data in sent if event == "updates" and "model" in data]
+    assert len(updates) == 1
+    (ai,) = updates[0]["model"]["messages"]
+    assert ai["type"] == "ai" and "role" not in ai
+    assert ai["tool_calls"] == [
+        {
+            "id": "call-1",
+            "name": "send_email",
+            "args": {"to": "a@example.com", "subject": "Hi"},
+            "type": "tool_call",
+        }
+    ]
+    after = sent[[data for _, data in sent].index(updates[0]) + 1]
+    assert after[0] == "values"
+    assert after[1]["messages"][-1] == ai  # the same message, the same id
+    assert after[1]["messages"][0]["id"] == "h1"

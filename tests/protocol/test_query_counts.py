@@ -35,8 +35,9 @@ it in one insert, the item's status, the audit row, the DECIDED notification's a
 and the resume run's protocol record; the record again for the answer (an earlier
 answer's may stand). The answer service opens no savepoint of its own, and the resume run
 comes back from the decision service rather than being read again."""
-JOIN = 6
-"""The caller; the visible thread and the run; the run again (stopped); the thread and
+JOIN = 8
+"""The caller; the visible thread and the run; the run again (stopped); the caller and
+the visible thread again (the thread may have hidden from them meanwhile); the thread and
 its latest run's options for its values."""
 
 
