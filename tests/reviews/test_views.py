@@ -118,6 +118,36 @@ def test_the_inbox_filters_by_graph_tool_status_and_text(alice: User) -> None:
     assert rows("status=all") == [email.pk, refund.pk, question.pk]
 
 
+SECRET = "sk-live0123456789abcdefXYZ"
+SECRET_EMAIL = {
+    "calls": [
+        {
+            "name": "send_email",
+            "args": {"to": "ops@example.com", "subject": "key", "body": f"use {SECRET} please"},
+        }
+    ]
+}
+
+
+def test_the_inbox_search_matches_what_the_page_shows_never_a_withheld_secret(
+    alice: User,
+) -> None:
+    """A search that matched the raw payload told anyone who may see the item whether a
+    guessed prefix of a withheld secret was right, one character at a time."""
+    item = pause(input=SECRET_EMAIL)
+    client = client_for(alice)
+
+    def rows(q: str) -> list[int]:
+        html = client.get("/", {"q": q}).content.decode()
+        return [int(pk) for pk in re.findall(r'<li id="item-row-(\d+)"', html)]
+
+    assert SECRET not in client.get(f"/items/{item.pk}/").content.decode()
+    assert rows(SECRET[:-2]) == []
+    assert rows("sk-live") == []
+    assert rows("use [redacted] please") == [item.pk]
+    assert rows("ops@example") == [item.pk]
+
+
 def test_the_inbox_pages(alice: User, monkeypatch: pytest.MonkeyPatch) -> None:
     from reviews import inbox
 
