@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import re
+from html import unescape as html_unescape
 from typing import Any
 
 import pytest
@@ -484,6 +485,97 @@ def test_redacted_values_are_kept_when_editing(alice: User) -> None:
     post_decision(client, item, {"d0-type": "approve"})
 
     assert Decision.objects.get().summary == "approve"
+
+
+def rendered_edit(html: str) -> dict[str, str]:
+    """The edit inputs of the first card as the page renders them (what a browser posts
+    back for the inputs the reviewer does not touch)."""
+    inputs = re.findall(r'<input type="(?:text|number)" name="(d0-arg\d+)"([^>]*)>', html)
+    fields = {
+        name: html_unescape(value.group(1))
+        if (value := re.search(r'value="([^"]*)"', attrs))
+        else ""
+        for name, attrs in inputs
+    }
+    (text,) = re.findall(r'<textarea name="d0-json"[^>]*>\n?([^<]*)</textarea>', html)
+    return {**fields, "d0-json": html_unescape(text)}
+
+
+def test_an_edit_of_one_field_keeps_a_partly_redacted_field_left_as_shown(alice: User) -> None:
+    """The body showed as "use [redacted] please" and was posted back so: it was stored
+    with the placeholder's text in place of the secret."""
+    item = pause(input=SECRET_EMAIL)
+    client = client_for(alice)
+    shown = rendered_edit(client.get(f"/items/{item.pk}/").content.decode())
+    subject = next(name for name, value in shown.items() if value == "key")
+
+    response = post_decision(
+        client, item, {**shown, "d0-type": "edit", "d0-mode": "fields", subject: "new subject"}
+    )
+
+    assert response.status_code == 302
+    args = Decision.objects.get().answer["decisions"][0]["edited_action"]["args"]
+    assert args == {
+        "to": "ops@example.com",
+        "subject": "new subject",
+        "body": f"use {SECRET} please",
+    }
+
+
+def test_a_json_edit_keeps_a_partly_redacted_value_left_as_shown(alice: User) -> None:
+    item = pause(input=SECRET_EMAIL)
+    client = client_for(alice)
+    shown = rendered_edit(client.get(f"/items/{item.pk}/").content.decode())
+    edited = json.loads(shown["d0-json"])
+    assert edited["body"] == "use [redacted] please"
+
+    response = post_decision(
+        client,
+        item,
+        {
+            "d0-type": "edit",
+            "d0-mode": "json",
+            "d0-json": json.dumps({**edited, "subject": "new subject"}),
+        },
+    )
+
+    assert response.status_code == 302
+    args = Decision.objects.get().answer["decisions"][0]["edited_action"]["args"]
+    assert args == {
+        "to": "ops@example.com",
+        "subject": "new subject",
+        "body": f"use {SECRET} please",
+    }
+
+
+@pytest.mark.parametrize("mode", ["fields", "json"])
+def test_a_changed_value_still_holding_a_withheld_secrets_placeholder_is_refused(
+    alice: User, mode: str
+) -> None:
+    """The reviewer cannot see the secret the placeholder stands for, so a changed text
+    around it cannot be stored: neither the placeholder nor a guess of what it hid."""
+    item = pause(input=SECRET_EMAIL)
+    client = client_for(alice)
+    shown = rendered_edit(client.get(f"/items/{item.pk}/").content.decode())
+    body = next(name for name, value in shown.items() if value == "use [redacted] please")
+    changed = "please use [redacted] now"
+    edit = (
+        {body: changed}
+        if mode == "fields"
+        else {"d0-json": json.dumps({**json.loads(shown["d0-json"]), "body": changed})}
+    )
+
+    response = post_decision(client, item, {**shown, "d0-type": "edit", "d0-mode": mode, **edit})
+
+    assert response.status_code == 422
+    assert (
+        "body: still holds [redacted], a secret withheld from you. Leave the value as it "
+        "was to keep it, or write it without [redacted]."
+        in html_unescape(response.content.decode())
+    )
+    assert not Decision.objects.exists()
+    item.refresh_from_db()
+    assert item.status == "pending"
 
 
 def test_several_actions_are_decided_in_one_submit(alice: User) -> None:
