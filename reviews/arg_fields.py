@@ -10,7 +10,8 @@ changed value that still holds `[redacted]` is refused by the card
 What Django's own fields do not do, and these do: a value posted unchanged is the
 original value itself (an integer stays an integer, `1.0` stays a float, a key the schema
 does not name is kept), an input left out of the post is not an edit (`MISSING`, unlike
-JSON null), and nothing is refused here that the tool's schema would accept: `required`
+JSON null), a number is finite (JSON has no infinity or NaN), and nothing else is
+refused here that the tool's schema would accept: `required`
 and bounds are the schema's to check, by the same validation as the agent middleware,
 so the field never marks itself required (the label says so) and parses only when the
 card's decision is an edit (`reviews.review_form.ActionForm.clean`).
@@ -19,6 +20,7 @@ card's decision is an edit (`reviews.review_form.ActionForm.clean`).
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -106,6 +108,9 @@ class ArgField(forms.Field):
                 number = float(text)
             except ValueError:
                 raise FieldError(f"{self.arg_name}: '{text[:40]}' is not a number.") from None
+            if not math.isfinite(number):
+                # "1e999", "nan", "inf": JSON carries none of them.
+                raise FieldError(f"{self.arg_name}: '{text[:40]}' is not a finite number.")
             if kinds == {"integer"} or (
                 number.is_integer() and "." not in text and "e" not in text
             ):

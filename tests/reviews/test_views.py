@@ -738,6 +738,26 @@ def test_the_edit_preview_reports_schema_problems(alice: User) -> None:
     assert "7 is greater than the maximum of 5" in response.content.decode()
 
 
+@pytest.mark.parametrize("text", ["1e999", "-1e999", "nan", "Infinity"])
+def test_a_number_that_is_not_finite_is_refused_on_its_field(alice: User, text: str) -> None:
+    """A float() of "1e999" is infinity, which JSON cannot carry: the preview and the
+    decision failed with a 500 building its canonical JSON."""
+    item = pause()
+    client = client_for(alice)
+    shown = rendered_edit(client.get(f"/items/{item.pk}/").content.decode())
+    priority = next(name for name, value in shown.items() if value == "")
+    edit = {**shown, "d0-type": "edit", "d0-mode": "fields", priority: text}
+    message = f"priority: &#x27;{text}&#x27; is not a finite number."
+
+    preview = client.post(f"/items/{item.pk}/actions/0/preview/", edit, **HTMX)
+    decided = post_decision(client, item, edit)
+
+    assert (preview.status_code, decided.status_code) == (422, 422)
+    assert message in preview.content.decode()
+    assert message in decided.content.decode()
+    assert not Decision.objects.exists()
+
+
 # Thread page, start a run, audit
 
 
