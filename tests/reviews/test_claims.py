@@ -186,6 +186,35 @@ def test_a_holder_who_hands_an_item_over_out_of_their_sight_goes_back_to_the_inb
     assert "Assigned to bob. You can no longer see this item." in inbox
 
 
+def test_the_runs_requester_cannot_claim_what_they_may_not_approve(alice: User, bob: User) -> None:
+    """A claim by the requester kept everyone else from deciding an item they may not
+    approve themselves."""
+    item = pause(user=alice)
+    client = client_for(alice)
+
+    outcome = claims.claim(item.pk, alice)
+    page = client.get(f"/items/{item.pk}/").content.decode()
+    response = client.post(f"/items/{item.pk}/claim/", HTTP_HX_REQUEST="true")
+
+    assert (http_status(outcome), outcome.code) == (403, "self_approval")
+    assert outcome.message == (
+        "You started this run, so you cannot approve it; another reviewer must. Claiming it "
+        "would keep them from deciding it."
+    )
+    assert 'id="claim-button"' not in page
+    assert (response.status_code, response["X-BeamWeaver-Refusal"]) == (403, "1")
+    assert "Claiming it would keep them from deciding it." in response.content.decode()
+    item.refresh_from_db()
+    assert item.claimed_by is None
+    assert approve(item, bob).code == "accepted"
+
+
+def test_the_runs_requester_may_claim_a_question_they_may_answer(alice: User) -> None:
+    item = pause("approval", {"amount": 1}, user=alice)
+
+    assert claims.claim(item.pk, alice).code == "claim_taken"
+
+
 def test_a_quorum_item_cannot_be_claimed(settings: Any, alice: User) -> None:
     use_policies(settings, {"name": "two", "approvals": 2})
     item = pause()
