@@ -501,43 +501,28 @@ def rendered_edit(html: str) -> dict[str, str]:
     return {**fields, "d0-json": html_unescape(text)}
 
 
-def test_an_edit_of_one_field_keeps_a_partly_redacted_field_left_as_shown(alice: User) -> None:
-    """The body showed as "use [redacted] please" and was posted back so: it was stored
-    with the placeholder's text in place of the secret."""
+def edit_post(shown: dict[str, str], mode: str, arg: str, value: str) -> dict[str, str]:
+    """An edit posting every input as `shown` (`rendered_edit`), with argument `arg`
+    set to `value` in its field (`mode` "fields") or in the JSON ("json")."""
+    args = json.loads(shown["d0-json"])
+    if mode == "json":
+        edited = {"d0-json": json.dumps({**args, arg: value})}
+    else:
+        (name,) = [name for name, text in shown.items() if name != "d0-json" and text == args[arg]]
+        edited = {name: value}
+    return {**shown, "d0-type": "edit", "d0-mode": mode, **edited}
+
+
+@pytest.mark.parametrize("mode", ["fields", "json"])
+def test_an_edit_keeps_a_partly_redacted_value_left_as_shown(alice: User, mode: str) -> None:
+    """The body showed as "use [redacted] please" and was posted back so beside an
+    edited subject: it was stored with the placeholder's text in place of the secret."""
     item = pause(input=SECRET_EMAIL)
     client = client_for(alice)
     shown = rendered_edit(client.get(f"/items/{item.pk}/").content.decode())
-    subject = next(name for name, value in shown.items() if value == "key")
+    assert json.loads(shown["d0-json"])["body"] == "use [redacted] please"
 
-    response = post_decision(
-        client, item, {**shown, "d0-type": "edit", "d0-mode": "fields", subject: "new subject"}
-    )
-
-    assert response.status_code == 302
-    args = Decision.objects.get().answer["decisions"][0]["edited_action"]["args"]
-    assert args == {
-        "to": "ops@example.com",
-        "subject": "new subject",
-        "body": f"use {SECRET} please",
-    }
-
-
-def test_a_json_edit_keeps_a_partly_redacted_value_left_as_shown(alice: User) -> None:
-    item = pause(input=SECRET_EMAIL)
-    client = client_for(alice)
-    shown = rendered_edit(client.get(f"/items/{item.pk}/").content.decode())
-    edited = json.loads(shown["d0-json"])
-    assert edited["body"] == "use [redacted] please"
-
-    response = post_decision(
-        client,
-        item,
-        {
-            "d0-type": "edit",
-            "d0-mode": "json",
-            "d0-json": json.dumps({**edited, "subject": "new subject"}),
-        },
-    )
+    response = post_decision(client, item, edit_post(shown, mode, "subject", "new subject"))
 
     assert response.status_code == 302
     args = Decision.objects.get().answer["decisions"][0]["edited_action"]["args"]
@@ -557,15 +542,10 @@ def test_a_changed_value_still_holding_a_withheld_secrets_placeholder_is_refused
     item = pause(input=SECRET_EMAIL)
     client = client_for(alice)
     shown = rendered_edit(client.get(f"/items/{item.pk}/").content.decode())
-    body = next(name for name, value in shown.items() if value == "use [redacted] please")
-    changed = "please use [redacted] now"
-    edit = (
-        {body: changed}
-        if mode == "fields"
-        else {"d0-json": json.dumps({**json.loads(shown["d0-json"]), "body": changed})}
-    )
 
-    response = post_decision(client, item, {**shown, "d0-type": "edit", "d0-mode": mode, **edit})
+    response = post_decision(
+        client, item, edit_post(shown, mode, "body", "please use [redacted] now")
+    )
 
     assert response.status_code == 422
     assert (
@@ -745,7 +725,7 @@ def test_a_number_that_is_not_finite_is_refused_on_its_field(alice: User, text: 
     item = pause()
     client = client_for(alice)
     shown = rendered_edit(client.get(f"/items/{item.pk}/").content.decode())
-    priority = next(name for name, value in shown.items() if value == "")
+    (priority,) = [name for name, value in shown.items() if value == ""]
     edit = {**shown, "d0-type": "edit", "d0-mode": "fields", priority: text}
     message = f"priority: &#x27;{text}&#x27; is not a finite number."
 
