@@ -4,7 +4,9 @@ message (reject / respond), and an edit form generated from the tool's JSON Sche
 
 The form's prefix is `d<index>` and its ids are its input names (`d0-type`, `d0-arg1`,
 `d0-json`), built from indexes only, never from argument names or other untrusted text.
-Values shown are redacted by the one redaction policy unless the reviewer revealed them.
+Values shown are redacted by the one redaction policy unless the reviewer revealed them;
+an edit keeps the original of every value posted as it was shown, and refuses a changed
+one that still holds `[redacted]` (`reviews.arg_fields.restore_withheld`).
 Nothing is refused here that the decision service would decide: the chosen decision is
 whatever was posted (the service refuses one the policy does not allow, and audits it),
 and an edit is parsed only when the chosen decision is `edit`; what cannot be parsed is
@@ -21,7 +23,7 @@ from django.core.exceptions import NON_FIELD_ERRORS
 from django.forms.utils import ErrorList
 
 from beamweaver_core.agent.review import ActionRequest, ReviewConfig
-from beamweaver_core.redaction import redact, withheld
+from beamweaver_core.redaction import REDACTED, redact, withheld
 from reviews import payloads
 from reviews.answers import problem
 from reviews.arg_fields import (
@@ -30,7 +32,8 @@ from reviews.arg_fields import (
     ArgField,
     FieldError,
     arg_fields,
-    restore_redacted,
+    placeholders_added,
+    restore_withheld,
 )
 
 DECISION_LABELS = {
@@ -83,7 +86,7 @@ class ActionForm(forms.Form):
         self.fields["json"].initial = json.dumps(
             self.shown_args, indent=2, sort_keys=True, ensure_ascii=False
         )
-        for arg in arg_fields(config.args_schema, self.shown_args):
+        for arg in arg_fields(config.args_schema, self.shown_args, args):
             self.fields[f"arg{arg.index}"] = arg
 
     @property
@@ -133,17 +136,17 @@ class ActionForm(forms.Form):
         return cleaned
 
     def edited_args(self) -> tuple[Any, list[dict[str, Any]]]:
-        """The arguments the posted edit makes (redacted values restored) and the problems
-        of reading them, each `{index, field, message}` as the service reports it."""
+        """The arguments the posted edit makes (values left as shown restored) and the
+        problems of reading them, each `{index, field, message}` as the service reports
+        it."""
         self.errors  # noqa: B018 (cleans a bound form once)
         cleaned = getattr(self, "cleaned_data", {})
-        original = payloads.plain(self.action.args)
         if self.edit_mode == "json":
             try:
                 parsed = payloads.parse_json(cleaned.get("json") or "", what="The edited arguments")
             except payloads.PayloadError as exc:
                 return None, [problem(self.index, ARGS_PATH, str(exc))]
-            return restore_redacted(parsed, original), []
+            return self._restored(parsed, [])
         args: dict[str, Any] = {}
         problems = []
         for bound in self.args:
@@ -157,7 +160,32 @@ class ActionForm(forms.Form):
                 continue
             if value is not MISSING:
                 args[bound.arg.arg_name] = value
-        return restore_redacted(args, original), problems
+        return self._restored(args, problems)
+
+    def _restored(
+        self, edited: Any, problems: list[dict[str, Any]]
+    ) -> tuple[Any, list[dict[str, Any]]]:
+        """`edited` with the values left as shown put back, and `problems` with each
+        changed argument that still holds `[redacted]` while something is withheld: the
+        reviewer cannot see the secret it stands for, so storing it would replace the
+        secret with the placeholder's text."""
+        original = payloads.plain(self.action.args)
+        restored = restore_withheld(edited, self.shown_args, original)
+        if not self.withheld:
+            return restored, problems
+        changed = restored.items() if isinstance(restored, dict) else [("", restored)]
+        for name, value in changed:
+            if placeholders_added(value, original.get(name, MISSING) if name else original):
+                problems.append(
+                    problem(
+                        self.index,
+                        f"{ARGS_PATH}.{name}" if name else ARGS_PATH,
+                        f"{name or 'The arguments'}: still holds {REDACTED}, a secret withheld "
+                        f"from you. Leave the value as it was to keep it, or write it without "
+                        f"{REDACTED}.",
+                    )
+                )
+        return restored, problems
 
     def add_problem(self, path: str, message: str) -> None:
         """Show `message` on the input the service's field `path` names (an argument, or

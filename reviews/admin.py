@@ -56,7 +56,7 @@ class ReviewItemAdmin(ReadOnlyAdmin[ReviewItem]):
     list_filter = ("status", "kind", "graph")
     search_fields = ("thread__id", "interrupt_id")
     date_hierarchy = "created_at"
-    exclude = ("payload_json",)
+    exclude = ("payload_json", "search_text")
     readonly_fields = ("payload",)
 
     @admin.display(description="Tools")

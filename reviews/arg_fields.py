@@ -1,13 +1,17 @@
 """The inputs of a tool review's edit form: Django form fields generated from the tool's
 JSON Schema (one per property, JSON text for nested values), each rendered by a Django
-widget and its posted text parsed back into the JSON value (`ArgField.parse`). An edited
-value left at `[redacted]` keeps the original (`restore_redacted`), so a reviewer never
-types a secret back in.
+widget and its posted text parsed back into the JSON value (`ArgField.parse`). The
+inputs show the arguments redacted (unless revealed) and keep the originals: a value
+posted as it was shown, redacted in whole or in part, and a value left at `[redacted]`,
+are the original (`restore_withheld`), so a reviewer never types a secret back in; a
+changed value that still holds `[redacted]` is refused by the card
+(`placeholders_added`), as the reviewer cannot see what it stood for.
 
 What Django's own fields do not do, and these do: a value posted unchanged is the
 original value itself (an integer stays an integer, `1.0` stays a float, a key the schema
 does not name is kept), an input left out of the post is not an edit (`MISSING`, unlike
-JSON null), and nothing is refused here that the tool's schema would accept: `required`
+JSON null), a number is finite (JSON has no infinity or NaN), and nothing else is
+refused here that the tool's schema would accept: `required`
 and bounds are the schema's to check, by the same validation as the agent middleware,
 so the field never marks itself required (the label says so) and parses only when the
 card's decision is an edit (`reviews.review_form.ActionForm.clean`).
@@ -16,6 +20,7 @@ card's decision is an edit (`reviews.review_form.ActionForm.clean`).
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -103,6 +108,9 @@ class ArgField(forms.Field):
                 number = float(text)
             except ValueError:
                 raise FieldError(f"{self.arg_name}: '{text[:40]}' is not a number.") from None
+            if not math.isfinite(number):
+                # "1e999", "nan", "inf": JSON carries none of them.
+                raise FieldError(f"{self.arg_name}: '{text[:40]}' is not a finite number.")
             if kinds == {"integer"} or (
                 number.is_integer() and "." not in text and "e" not in text
             ):
@@ -133,18 +141,22 @@ def _widget(kind: str, options: Sequence[tuple[str, str]], step: str) -> forms.W
     return widget
 
 
-def arg_fields(schema: Mapping[str, Any] | None, args: Mapping[str, Any]) -> list[ArgField]:
-    """Inputs for the properties of `schema` (then any argument it does not name)."""
+def arg_fields(
+    schema: Mapping[str, Any] | None, shown: Mapping[str, Any], original: Mapping[str, Any]
+) -> list[ArgField]:
+    """Inputs for the properties of `schema` (then any argument it does not name),
+    showing the arguments as `shown` (redacted or not) and parsing an input posted as
+    shown into its `original` value."""
     properties = dict((schema or {}).get("properties") or {})
     required = set((schema or {}).get("required") or ())
-    names = list(properties) + [k for k in args if k not in properties]
+    names = list(properties) + [k for k in shown if k not in properties]
     fields = []
     for index, name in enumerate(names):
         sub = properties.get(name)
         if not isinstance(sub, Mapping):
-            sub = _schema_of(args.get(name))
-        value = args.get(name, MISSING)
-        fields.append(_arg_field(index, str(name), sub, value, name in required))
+            sub = _schema_of(shown.get(name))
+        value, kept = shown.get(name, MISSING), original.get(name, MISSING)
+        fields.append(_arg_field(index, str(name), sub, value, kept, name in required))
     return fields
 
 
@@ -165,14 +177,14 @@ def _types(schema: Mapping[str, Any]) -> tuple[set[str], bool]:
 
 
 def _arg_field(
-    index: int, name: str, schema: Mapping[str, Any], value: Any, required: bool
+    index: int, name: str, schema: Mapping[str, Any], value: Any, original: Any, required: bool
 ) -> ArgField:
     kinds, _ = _types(schema)
     common: dict[str, Any] = {
         "schema_required": required,
         "description": str(schema.get("description") or ""),
         "schema": schema,
-        "original": value,
+        "original": original,
     }
     enum = schema.get("enum")
     if enum and all(isinstance(v, str) for v in enum):
@@ -208,15 +220,41 @@ class FieldError(ValueError):
     pass
 
 
-def restore_redacted(edited: Any, original: Any) -> Any:
-    """`edited` with every value still reading `[redacted]` put back to the original."""
-    if edited == REDACTED and original is not MISSING and original != REDACTED:
+def restore_withheld(edited: Any, shown: Any, original: Any) -> Any:
+    """`edited` with what the reviewer left as they were shown it put back to the
+    original: a value (at any depth) equal to its `shown` one, redacted in whole or in
+    part, and a value still reading `[redacted]`."""
+    if original is MISSING:
+        return edited
+    if shown is not MISSING and _json_text(edited) == _json_text(shown):
+        return original
+    if edited == REDACTED and original != REDACTED:
         return original
     if isinstance(edited, dict) and isinstance(original, Mapping):
-        return {k: restore_redacted(v, original.get(k, MISSING)) for k, v in edited.items()}
+        fields = shown if isinstance(shown, Mapping) else {}
+        return {
+            k: restore_withheld(v, fields.get(k, MISSING), original.get(k, MISSING))
+            for k, v in edited.items()
+        }
     if isinstance(edited, list) and isinstance(original, list) and len(edited) == len(original):
-        return [restore_redacted(e, o) for e, o in zip(edited, original, strict=True)]
+        items = shown if isinstance(shown, list) and len(shown) == len(edited) else None
+        return [
+            restore_withheld(e, MISSING if items is None else items[i], o)
+            for i, (e, o) in enumerate(zip(edited, original, strict=True))
+        ]
     return edited
+
+
+def placeholders_added(edited: Any, original: Any) -> bool:
+    """Whether `edited` (restored) holds `[redacted]` more often than `original` did: a
+    changed value around a withheld secret, which would store the placeholder's text."""
+    before = 0 if original is MISSING else _json_text(original).count(REDACTED)
+    return _json_text(edited).count(REDACTED) > before
+
+
+def _json_text(value: Any) -> str:
+    # NaN and infinities are the parser's to refuse; here they only compare.
+    return json.dumps(value, sort_keys=True, ensure_ascii=False)
 
 
 __all__ = [
@@ -226,5 +264,6 @@ __all__ = [
     "ArgField",
     "FieldError",
     "arg_fields",
-    "restore_redacted",
+    "placeholders_added",
+    "restore_withheld",
 ]

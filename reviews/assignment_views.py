@@ -1,7 +1,9 @@
 """Views that change who holds an item and when it is due: claim, release, reassign,
 extend the deadline. Each answers an htmx request with the `#item-routing` partial (the
 same one pushed live to every other open page of the item), and a plain form post with a
-redirect to the item and a message."""
+redirect to the item and a message. An item the user may not see is a 404 whatever was
+asked, unless the change was made and took it out of their sight (a holder handing it
+over): that answers with the inbox (htmx: `HX-Redirect`) and says so."""
 
 from __future__ import annotations
 
@@ -10,7 +12,9 @@ from datetime import timedelta
 from django.contrib import messages
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_POST
+from django_htmx.http import HttpResponseClientRedirect
 
 from beamweaver_core.requests import AuthedRequest
 from reviews import claims, deadlines, partials
@@ -27,10 +31,19 @@ def _answer(request: AuthedRequest, pk: int, outcome: Outcome) -> HttpResponse:
     status = http_status(outcome)
     if status == 404:
         raise Http404("No such review item.")
+    visible = ReviewItem.objects.visible_to(request.user).select_related("thread")
+    item = visible.filter(pk=pk).first()
+    if item is None and not outcome.done:
+        # Refused before the item was read (a bad number of hours): unknown or hidden.
+        raise Http404("No such review item.")
+    if item is None:
+        # Done, and out of the user's sight now (a holder handed it over): the inbox.
+        messages.success(request, f"{outcome.message} You can no longer see this item.")
+        inbox = reverse("reviews:inbox")
+        return HttpResponseClientRedirect(inbox) if request.htmx else redirect(inbox)
     if not request.htmx:
         (messages.success if outcome.done else messages.error)(request, outcome.message)
         return redirect("reviews:item", pk=pk)
-    item = ReviewItem.objects.visible_to(request.user).select_related("thread").get(pk=pk)
     context = partials.item_context(item, request.user)
     context.update({"routing_message": outcome.message, "routing_ok": outcome.done})
     response = render(request, f"{partials.ITEM}#item-routing", context, status=status)

@@ -2,7 +2,8 @@
 
 A claim says "I am deciding this one": while an item is claimed, only its claimer may
 decide it (`reviews.rules.decision_refusal`). Claiming is for items one reviewer
-decides; an item that needs several approvals cannot be claimed (it can be reassigned).
+decides; an item that needs several approvals cannot be claimed (it can be reassigned),
+nor can the run's requester claim an item they may not approve (`claim_refusal`).
 Each change locks the item, so of two reviewers claiming at once exactly one wins; it is
 audited and pushed to every open page at once.
 """
@@ -18,6 +19,7 @@ from reviews.models import AuditEvent, NotificationEvent, ReviewItem
 from reviews.notifications import notify
 from reviews.outcomes import Code, Outcome
 from reviews.permissions import can_manage, can_review, is_decider
+from reviews.rules import holds_back
 
 
 def _locked(item_id: int, user: User) -> ReviewItem | None:
@@ -48,23 +50,39 @@ def _record(item: ReviewItem, user: User, action: str, message: str) -> None:
     realtime.announce(realtime.UPDATED, item.pk, item.thread_id)
 
 
+def claim_refusal(user: User, item: ReviewItem) -> Outcome | None:
+    """Why `user` may not claim pending `item`, whoever holds it (`None`: they may)."""
+    if not is_decider(user, item):
+        return Outcome(
+            Code.NOT_ALLOWED, "The review policy does not let you decide this item.", item
+        )
+    if item.needs_quorum:
+        return Outcome(
+            Code.QUORUM,
+            f"This item needs {item.required_approvals} approvals from different "
+            "reviewers, so nobody can claim it.",
+            item,
+        )
+    if holds_back(Code.SELF_APPROVAL, user, item):
+        # Their claim would refuse everyone else's approval, and they cannot give theirs.
+        return Outcome(
+            Code.SELF_APPROVAL,
+            "You started this run, so you cannot approve it; another reviewer must. "
+            "Claiming it would keep them from deciding it.",
+            item,
+        )
+    return None
+
+
 def claim(item_id: int, user: User) -> Outcome:
     """Claim the item for `user` (a no-op if they hold it already)."""
     with transaction.atomic():
         item = _locked_pending(item_id, user)
         if isinstance(item, Outcome):
             return item
-        if not is_decider(user, item):
-            return Outcome(
-                Code.NOT_ALLOWED, "The review policy does not let you decide this item.", item
-            )
-        if item.needs_quorum:
-            return Outcome(
-                Code.QUORUM,
-                f"This item needs {item.required_approvals} approvals from different "
-                "reviewers, so nobody can claim it.",
-                item,
-            )
+        refusal = claim_refusal(user, item)
+        if refusal is not None:
+            return refusal
         if item.claimed_by_id == user.pk:
             return Outcome(Code.CLAIM_TAKEN, "You hold this item already.", item)
         if item.claimed_by_id is not None:
@@ -135,4 +153,4 @@ def reassign(item_id: int, user: User, username: str) -> Outcome:
         return Outcome(Code.REASSIGNED, f"Assigned to {username}.", item)
 
 
-__all__ = ["claim", "reassign", "unclaim"]
+__all__ = ["claim", "claim_refusal", "reassign", "unclaim"]

@@ -174,11 +174,13 @@ def interrupt_note(pending: Interrupt) -> str:
     """What a pending interrupt waits for, in a few words."""
     if pending.timing is not None:
         return f"breakpoint {pending.timing} the node"
-    value = pending.value
+    # Redacted whole, a plain-text question too: the note is the node's title in the
+    # drawing and a line of the pending list.
+    value = redact(payloads.plain(pending.value))
     if isinstance(value, Mapping) and isinstance(value.get("action_requests"), list):
         names = [str(a.get("name", "")) for a in value["action_requests"] if isinstance(a, Mapping)]
         return f"review of {', '.join(names) or 'an action'}"
-    text = value if isinstance(value, str) else payloads.canonical(redact(payloads.plain(value)))
+    text = value if isinstance(value, str) else payloads.canonical(value)
     return text if len(text) <= 80 else text[:79] + "…"
 
 

@@ -73,9 +73,9 @@ class InboxQuery:
         if self.tool:
             items = items.filter(tool_names__contains=[self.tool])
         if self.q:
-            items = items.filter(
-                Q(thread__id__icontains=self.q) | Q(payload_json__icontains=self.q)
-            )
+            # The redacted text, never `payload_json`: a match on a withheld secret would
+            # confirm a guess of it to anyone who may see the item, unaudited.
+            items = items.filter(Q(thread__id__icontains=self.q) | Q(search_text__icontains=self.q))
         return items.order_by("created_at", "id")
 
 

@@ -15,7 +15,7 @@ from django.utils import timezone
 from beamweaver_core.models import Run, Thread
 from beamweaver_core.requests import Request
 from beamweaver_core.users import User, username_path
-from reviews import cancelling, inbox, quorum, reasons, threads
+from reviews import cancelling, claims, inbox, quorum, reasons, threads
 from reviews.models import Decision, ReviewItem, ReviewPresence
 from reviews.permissions import can_manage, is_decider, reviewers
 from reviews.rules import decision_offer
@@ -117,7 +117,9 @@ def routing(item: ReviewItem, user: User) -> dict[str, Any]:
         "claimed_by_you": item.claimed_by_id == user.pk,
         "requested_by_you": item.requested_by_id is not None and item.requested_by_id == user.pk,
         "overdue": bool(item.due_at and item.due_at <= now),
-        "can_claim": pending and decider and not item.needs_quorum and item.claimed_by_id is None,
+        "can_claim": pending
+        and item.claimed_by_id is None
+        and claims.claim_refusal(user, item) is None,
         "can_release": pending
         and item.claimed_by_id is not None
         and (item.claimed_by_id == user.pk or manager),

@@ -29,6 +29,7 @@ from beamweaver_core.json_input import (
     check_value,
     parse_json,
 )
+from beamweaver_core.redaction import redact
 
 
 def plain(value: Any) -> Any:
@@ -52,6 +53,13 @@ def canonical(value: Any) -> str:
     return canonical_json(plain(value))
 
 
+def searchable(value: Any) -> str:
+    """The canonical JSON text of `value` as the pages show it (`redact`ed): what the
+    inbox search matches, so a search never tells whether a withheld secret holds a
+    guessed text."""
+    return canonical(redact(plain(value)))
+
+
 def digest(text: str) -> str:
     """SHA-256 (hex) of canonical JSON text."""
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
@@ -68,4 +76,5 @@ __all__ = [
     "digest",
     "parse_json",
     "plain",
+    "searchable",
 ]

@@ -124,6 +124,7 @@ def _upsert(run: Run, interrupt: Interrupt, item: ReviewItem | None) -> None:
         "kind": kind,
         "payload_json": text,
         "digest": payloads.digest(text),
+        "search_text": payloads.searchable(json.loads(text)),
         "tool_names": tools,
         "summary": summaries.summarize(kind, json.loads(text)),
     }

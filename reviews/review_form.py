@@ -7,7 +7,8 @@ message, an edit form generated from the tool's JSON Schema with a raw-JSON fall
 Values shown are redacted by the one redaction policy (`beamweaver_core.redaction`:
 credentials only); each card lists what was withheld (`withheld`), and a reviewer who
 revealed the secrets (`reviews.reveal`) gets the card unredacted. An edited value left
-at `[redacted]` keeps the original, so a reviewer never types a secret back in.
+as shown (or at `[redacted]`) keeps the original, so a reviewer never types a secret
+back in, and a changed one still holding `[redacted]` is refused.
 
 The cards are not a Django formset: their number is the interrupt's, never the client's,
 so a formset's management form (`d-TOTAL_FORMS` and kin, required in every post) would

@@ -90,6 +90,13 @@ def can_execute(item: ReviewItem) -> bool:
     return item.kind != ReviewItem.Kind.INTERRUPT
 
 
+def holds_back(code: Code, user: User, item: ReviewItem) -> bool:
+    """Whether the rule `code` holds back some answer of `user` to `item` (a rule that
+    holds back only executing answers, only on an item some answer lets run)."""
+    rule = next(rule for rule in RULES if rule.code == code)
+    return (can_execute(item) or not rule.executing_only) and rule.holds(user, item)
+
+
 def decision_refusal(user: User, item: ReviewItem, *, executes: bool) -> Outcome | None:
     """Why `user` may not answer `item` now (`None`: they may). `executes` says whether the
     answer lets something run (`reviews.quorum.executes`)."""
@@ -129,4 +136,12 @@ def decision_offer(user: User, item: ReviewItem) -> DecisionOffer:
     return DecisionOffer(True, True, not quorum.applies(item))
 
 
-__all__ = ["RULES", "DecisionOffer", "Rule", "can_execute", "decision_offer", "decision_refusal"]
+__all__ = [
+    "RULES",
+    "DecisionOffer",
+    "Rule",
+    "can_execute",
+    "decision_offer",
+    "decision_refusal",
+    "holds_back",
+]

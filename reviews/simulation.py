@@ -25,7 +25,10 @@ a number) counts as a review, as the middleware fails closed.
 Only what the user may see is replayed: the review items `visible_items` shows them and
 the tool executions of the threads `visible_threads` shows them (`reviews.permissions`),
 so neither the tools listed, nor the counts, nor a `matches` condition tell anything
-about an item hidden from them.
+about an item hidden from them. And only as the pages show it: the arguments are
+redacted (`beamweaver_core.redaction`) unless the user may reveal secrets
+(`reviews.roles.can_reveal`), so a condition on a withheld value sees `[redacted]`, and
+no count tells whether a guess of the secret was right.
 """
 
 from __future__ import annotations
@@ -43,10 +46,12 @@ from beamweaver_core.agent.canonical import canonical_json
 from beamweaver_core.agent.review import DECISION_TYPES
 from beamweaver_core.exceptions import NotAReviewError
 from beamweaver_core.models import ToolExecution
+from beamweaver_core.redaction import redact
 from beamweaver_core.users import User
 from reviews import payloads
 from reviews.models import Decision, ReviewItem
 from reviews.permissions import visible_items, visible_threads
+from reviews.roles import can_reveal
 
 MAX_CALLS = 50_000
 OPERATORS = ("==", "!=", ">", ">=", "<", "<=", "in", "not_in", "contains", "matches", "exists")
@@ -225,8 +230,8 @@ def _key(thread_id: str, tool: str, args: Any) -> tuple[str, str, str]:
 
 
 def recorded_calls(user: User, since: datetime, graph: str = "") -> tuple[list[Call], bool]:
-    """The tool calls of the window that `user` may see (see the module docstring);
-    whether it was cut short."""
+    """The tool calls of the window that `user` may see, as they are shown to them (see
+    the module docstring); whether it was cut short."""
     items = visible_items(user, ReviewItem.objects.all()).filter(
         kind=ReviewItem.Kind.TOOL_REVIEW, created_at__gte=since
     )
@@ -236,6 +241,11 @@ def recorded_calls(user: User, since: datetime, graph: str = "") -> tuple[list[C
     if graph:
         items = items.filter(graph=graph)
         executions = executions.filter(thread__graph=graph)
+    reveal = can_reveal(user)
+
+    def shown(args: Any) -> Any:
+        return args if reveal else redact(args)
+
     calls: list[Call] = []
     ran_by_review: Counter[tuple[str, str, str]] = Counter()
     answers = dict(Decision.objects.filter(item__in=items).values_list("item_id", "answer_json"))
@@ -247,7 +257,7 @@ def recorded_calls(user: User, since: datetime, graph: str = "") -> tuple[list[C
         decided = json.loads(answers[item.pk]).get("decisions", []) if item.pk in answers else []
         for index, action in enumerate(review.action_requests):
             calls.append(
-                Call(action.name, dict(action.args), item.thread_id, item.created_at, True)
+                Call(action.name, shown(dict(action.args)), item.thread_id, item.created_at, True)
             )
             chosen = decided[index] if index < len(decided) else {}
             if chosen.get("type") == "approve":
@@ -261,7 +271,7 @@ def recorded_calls(user: User, since: datetime, graph: str = "") -> tuple[list[C
         if ran_by_review[key] > 0:
             ran_by_review[key] -= 1
             continue
-        calls.append(Call(tool, args, thread_id, at, False))
+        calls.append(Call(tool, shown(args), thread_id, at, False))
     return calls[:MAX_CALLS], len(calls) > MAX_CALLS
 
 

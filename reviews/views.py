@@ -203,7 +203,8 @@ def reveal_view(request: AuthedRequest, pk: int) -> HttpResponse:
 @require_POST
 @reviewer_required
 def preview_edit_view(request: AuthedRequest, pk: int, index: int) -> HttpResponse:
-    """The field-level diff of an edit against the proposal (nothing is decided)."""
+    """The field-level diff of an edit against the proposal (nothing is decided); 422
+    with the problems of an edit the decision would refuse."""
     data = posted(request)
     if data is None:
         return too_large()
@@ -221,13 +222,15 @@ def preview_edit_view(request: AuthedRequest, pk: int, index: int) -> HttpRespon
         response["X-BeamWeaver-Refusal"] = form.offer.why or "not_allowed"
         return response
     review_form.preview(card)
+    status = 422 if card.errors else 200
     if request.htmx:
         return render(
             request,
             f"{partials.ITEM}#edit-diff",
             {"card": card, "item": item, "show_problems": True},
+            status=status,
         )
-    return _item_page(request, item, form=form)
+    return _item_page(request, item, form=form, status=status)
 
 
 @require_http_methods(["GET", "POST"])

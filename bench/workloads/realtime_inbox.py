@@ -91,6 +91,7 @@ def insert_items(n: int) -> int:
                 kind=ReviewItem.Kind.TOOL_REVIEW,
                 payload_json=text,
                 digest=payloads.digest(text),
+                search_text=payloads.searchable(value),
                 tool_names=tools,
                 created_at=now - timedelta(seconds=n - i),
             )

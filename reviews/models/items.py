@@ -61,6 +61,12 @@ class ReviewItem(models.Model):
     kind = models.CharField(max_length=16, choices=Kind)
     payload_json = models.TextField(help_text="The interrupt value, canonical JSON.")
     digest = models.CharField(max_length=64, help_text="SHA-256 of payload_json.")
+    search_text = models.TextField(
+        blank=True,
+        default="",
+        help_text="The payload as the pages show it, secrets redacted: what the inbox search "
+        "matches (`reviews.payloads.searchable`).",
+    )
     tool_names = ArrayField(models.CharField(max_length=200), default=list, blank=True)
     summary = models.CharField(
         max_length=200,

@@ -4,7 +4,8 @@ browser tests' server through `BEAMWEAVER_GRAPHS`).
 `tool_review` pauses with a HumanInTheLoop-shaped review of the calls in its input
 (`{"calls": [{"name", "args"}]}`, a `send_email` by default), validates the answer with
 the same rules as the middleware, and records what it would execute. `checkpointed` stops
-at a static breakpoint before its `work` node.
+at a static breakpoint before its `work` node. `text_question` asks its input's
+`question`, a plain string, and keeps the answer.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ REVIEW_GRAPHS = {
     **TEST_GRAPHS,
     "tool_review": "tests.reviews.graphs:tool_review",
     "checkpointed": "tests.reviews.graphs:checkpointed",
+    "text_question": "tests.reviews.graphs:text_question",
 }
 
 EMAIL_SCHEMA = {
@@ -114,4 +116,13 @@ checkpointed = (
     .add_node("work", _work)
     .add_edge(START, "work")
     .compile(interrupt_before=["work"])
+)
+
+
+def _ask_text(state: dict[str, Any]) -> dict[str, Any]:
+    return {"answer": interrupt(str(state.get("question") or "Go on?"))}
+
+
+text_question = (
+    Graph(name="text_question").add_node("ask", _ask_text).add_edge(START, "ask").compile()
 )

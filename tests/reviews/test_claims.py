@@ -137,6 +137,84 @@ def test_reassigning_to_the_requester_or_a_stranger_is_refused(alice: User, bob:
     )
 
 
+@pytest.mark.parametrize("htmx", [False, True])
+def test_routing_an_unknown_or_hidden_item_is_a_404(settings: Any, htmx: bool) -> None:
+    """A refusal of an item the user may not see (a bad number of hours here) read the
+    item to answer with it, and failed with a 500."""
+    use_policies(settings, {"name": "p", "groups": ["finance"], "deadline_seconds": 600})
+    hidden = pause()
+    client = client_for(make_reviewer("outsider"), raise_request_exception=False)
+    headers = {"HTTP_HX_REQUEST": "true"} if htmx else {}
+
+    answers = [
+        client.post(f"/items/{pk}/{action}/", data, **headers).status_code
+        for pk in (999_999, hidden.pk)
+        for action, data in [
+            ("extend", {"hours": "5"}),
+            ("extend", {"hours": "4"}),
+            ("claim", {}),
+            ("reassign", {"assignee": "x" * 200}),
+        ]
+    ]
+
+    assert answers == [404] * 8
+    hidden.refresh_from_db()
+    assert hidden.due_at is not None and not AuditEvent.objects.exclude(action="created").exists()
+
+
+@pytest.mark.parametrize("htmx", [False, True])
+def test_a_holder_who_hands_an_item_over_out_of_their_sight_goes_back_to_the_inbox(
+    settings: Any, alice: User, bob: User, htmx: bool
+) -> None:
+    """Alice saw the item only as its assignee: after she reassigned it to bob, the
+    answer read it as her and failed with a 500, though the reassignment was made."""
+    use_policies(settings, {"name": "p", "groups": ["finance"]})
+    item = pause()
+    assert claims.reassign(item.pk, make_manager("manager"), "alice").code == "reassigned"
+    client = client_for(alice)
+    headers = {"HTTP_HX_REQUEST": "true"} if htmx else {}
+
+    response = client.post(f"/items/{item.pk}/reassign/", {"assignee": "bob"}, **headers)
+
+    item.refresh_from_db()
+    assert (item.assignee, item.claimed_by) == (bob, bob)
+    if htmx:
+        assert (response.status_code, response["HX-Redirect"]) == (200, "/")
+    else:
+        assert (response.status_code, response["Location"]) == (302, "/")
+    inbox = client.get("/").content.decode()
+    assert "Assigned to bob. You can no longer see this item." in inbox
+
+
+def test_the_runs_requester_cannot_claim_what_they_may_not_approve(alice: User, bob: User) -> None:
+    """A claim by the requester kept everyone else from deciding an item they may not
+    approve themselves."""
+    item = pause(user=alice)
+    client = client_for(alice)
+
+    outcome = claims.claim(item.pk, alice)
+    page = client.get(f"/items/{item.pk}/").content.decode()
+    response = client.post(f"/items/{item.pk}/claim/", HTTP_HX_REQUEST="true")
+
+    assert (http_status(outcome), outcome.code) == (403, "self_approval")
+    assert outcome.message == (
+        "You started this run, so you cannot approve it; another reviewer must. Claiming it "
+        "would keep them from deciding it."
+    )
+    assert 'id="claim-button"' not in page
+    assert (response.status_code, response["X-BeamWeaver-Refusal"]) == (403, "1")
+    assert "Claiming it would keep them from deciding it." in response.content.decode()
+    item.refresh_from_db()
+    assert item.claimed_by is None
+    assert approve(item, bob).code == "accepted"
+
+
+def test_the_runs_requester_may_claim_a_question_they_may_answer(alice: User) -> None:
+    item = pause("approval", {"amount": 1}, user=alice)
+
+    assert claims.claim(item.pk, alice).code == "claim_taken"
+
+
 def test_a_quorum_item_cannot_be_claimed(settings: Any, alice: User) -> None:
     use_policies(settings, {"name": "two", "approvals": 2})
     item = pause()

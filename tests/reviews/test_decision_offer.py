@@ -68,8 +68,10 @@ def test_the_server_still_refuses_a_self_approval_and_redraws_the_offered_choice
 def test_the_requester_may_not_preview_an_edit(alice: User, bob: User) -> None:
     item = pause(user=alice)
 
-    own = client_for(alice).post(f"/items/{item.pk}/actions/0/preview/", {"d0-arg0": "x"}, **HTMX)
-    other = client_for(bob).post(f"/items/{item.pk}/actions/0/preview/", {"d0-arg0": "x"}, **HTMX)
+    edit = {"d0-arg0": "x", "d0-arg2": "Weekly report", "d0-arg3": "ops@example.com"}
+
+    own = client_for(alice).post(f"/items/{item.pk}/actions/0/preview/", edit, **HTMX)
+    other = client_for(bob).post(f"/items/{item.pk}/actions/0/preview/", edit, **HTMX)
 
     assert own.status_code == 403 and own["X-BeamWeaver-Refusal"] == "self_approval"
     assert other.status_code == 200

@@ -9,7 +9,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import User
+from django.contrib.auth.models import Permission, User
 from django.utils import timezone
 
 from beamweaver_core.models import Thread, ToolExecution
@@ -217,3 +217,37 @@ def test_the_simulation_page_shows_policy_problems_inline(alice: User) -> None:
     assert (
         "x: &#x27;when&#x27; must be an object of argument conditions." in response.content.decode()
     )
+
+
+SECRET = "sk-live0123456789abcdefXYZ"
+
+
+def _would_review(user: User, pattern: str) -> int:
+    calls, _ = simulation.recorded_calls(user, timezone.now() - timedelta(days=1))
+    candidates, problems = simulation.parse_policy(
+        json.dumps({"send_email": {"when": {"body": {"matches": pattern}}}})
+    )
+    assert problems == []
+    (result,) = simulation.simulate(candidates, calls).tools
+    return result.would_review
+
+
+def test_a_condition_sees_a_withheld_value_as_the_page_shows_it(alice: User) -> None:
+    """A `matches` on the raw arguments told a reviewer whether a guessed prefix of a
+    secret withheld from them was right; the recorded calls (reviewed or only executed)
+    are replayed as the pages show them."""
+    args = {"to": "ops@example.com", "subject": "key", "body": f"use {SECRET} please"}
+    pause(input={"calls": [{"name": "send_email", "args": args}]})
+    _executed("t-free", "send_email", args)
+
+    assert _would_review(alice, "sk-live0123") == 0
+    assert _would_review(alice, r"^use \[redacted\] please$") == 2
+
+
+def test_a_reviewer_who_may_reveal_secrets_simulates_on_the_real_arguments(alice: User) -> None:
+    alice.user_permissions.add(Permission.objects.get(codename="reveal_secrets"))
+    alice = User.objects.get(pk=alice.pk)
+    args = {"to": "ops@example.com", "subject": "key", "body": f"use {SECRET} please"}
+    pause(input={"calls": [{"name": "send_email", "args": args}]})
+
+    assert _would_review(alice, "sk-live0123") == 1

@@ -10,7 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from beamweaver_core.messages import Message
-from reviews.arg_fields import restore_redacted
+from beamweaver_core.redaction import redact
+from reviews.arg_fields import placeholders_added, restore_withheld
 from reviews.diffs import args_diff
 from reviews.payloads import PayloadError, canonical, check_value, digest, parse_json
 from reviews.templatetags.reviews import age, visible
@@ -106,15 +107,41 @@ def test_field_level_diff() -> None:
     ]
 
 
-def test_redacted_values_left_in_an_edit_keep_the_original() -> None:
-    original = {"token": "sk-real", "nested": {"password": "hunter2"}, "to": "a"}
-    edited = {"token": "[redacted]", "nested": {"password": "[redacted]"}, "to": "b"}
-
-    assert restore_redacted(edited, original) == {
+def test_values_left_as_shown_or_at_redacted_in_an_edit_keep_the_original() -> None:
+    secret = "sk-live0123456789abcdefXYZ"
+    original = {
         "token": "sk-real",
-        "nested": {"password": "hunter2"},
-        "to": "b",
+        "nested": {"password": "hunter2", "note": f"use {secret} please", "n": 1},
+        "to": "a",
+        "list": [f"key {secret}", 2],
     }
+    shown = redact(original)
+    assert shown["nested"]["note"] == "use [redacted] please"
+    edited = {
+        "token": "[redacted]",
+        "nested": {"password": "[redacted]", "note": "use [redacted] please", "n": 2},
+        "to": "b",
+        "list": ["key [redacted]", 3],
+    }
+
+    assert restore_withheld(edited, shown, original) == {
+        "token": "sk-real",
+        "nested": {"password": "hunter2", "note": f"use {secret} please", "n": 2},
+        "to": "b",
+        "list": [f"key {secret}", 3],
+    }
+
+
+def test_a_value_left_as_shown_keeps_its_type() -> None:
+    """`true` is not `1`, nor `1.0` `1`: only the same JSON counts as left as shown."""
+    assert restore_withheld({"n": True}, {"n": 1}, {"n": 1}) == {"n": True}
+    assert restore_withheld({"n": 1.0}, {"n": 1}, {"n": 1}) == {"n": 1.0}
+
+
+def test_placeholders_added_counts_only_new_ones() -> None:
+    assert placeholders_added("please use [redacted] now", "use sk-x please")
+    assert not placeholders_added("quoted [redacted] text", "a [redacted] text")
+    assert not placeholders_added("plain", "use sk-x please")
 
 
 def test_ages_are_compact() -> None:

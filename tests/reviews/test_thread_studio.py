@@ -55,6 +55,17 @@ def test_a_paused_thread_shows_its_graph_its_paused_node_and_what_it_waits_for(
     assert html.index('id="thread-items"') < html.index('id="thread-state"')
 
 
+def test_the_graph_shows_a_question_asked_as_text_redacted(alice: User) -> None:
+    """The paused node's note redacted only questions that were not plain text."""
+    secret = "sk-live0123456789abcdefXYZ"
+    item = pause("text_question", {"question": f"Deploy with key {secret} now?"})
+
+    html = client_for(alice).get(f"/threads/{item.thread_id}/").content.decode()
+
+    assert secret not in html
+    assert "<title>ask: paused, Deploy with key [redacted] now?</title>" in html
+
+
 def test_the_timeline_says_what_caused_each_step_and_what_changed(alice: User) -> None:
     finished_steps("studio-1")
 

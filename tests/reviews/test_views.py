@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import re
+from html import unescape as html_unescape
 from typing import Any
 
 import pytest
@@ -116,6 +117,36 @@ def test_the_inbox_filters_by_graph_tool_status_and_text(alice: User) -> None:
     assert rows("q=ops%40example.com") == [email.pk]
     assert rows("status=decided") == []
     assert rows("status=all") == [email.pk, refund.pk, question.pk]
+
+
+SECRET = "sk-live0123456789abcdefXYZ"
+SECRET_EMAIL = {
+    "calls": [
+        {
+            "name": "send_email",
+            "args": {"to": "ops@example.com", "subject": "key", "body": f"use {SECRET} please"},
+        }
+    ]
+}
+
+
+def test_the_inbox_search_matches_what_the_page_shows_never_a_withheld_secret(
+    alice: User,
+) -> None:
+    """A search that matched the raw payload told anyone who may see the item whether a
+    guessed prefix of a withheld secret was right, one character at a time."""
+    item = pause(input=SECRET_EMAIL)
+    client = client_for(alice)
+
+    def rows(q: str) -> list[int]:
+        html = client.get("/", {"q": q}).content.decode()
+        return [int(pk) for pk in re.findall(r'<li id="item-row-(\d+)"', html)]
+
+    assert SECRET not in client.get(f"/items/{item.pk}/").content.decode()
+    assert rows(SECRET[:-2]) == []
+    assert rows("sk-live") == []
+    assert rows("use [redacted] please") == [item.pk]
+    assert rows("ops@example") == [item.pk]
 
 
 def test_the_inbox_pages(alice: User, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -456,6 +487,77 @@ def test_redacted_values_are_kept_when_editing(alice: User) -> None:
     assert Decision.objects.get().summary == "approve"
 
 
+def rendered_edit(html: str) -> dict[str, str]:
+    """The edit inputs of the first card as the page renders them (what a browser posts
+    back for the inputs the reviewer does not touch)."""
+    inputs = re.findall(r'<input type="(?:text|number)" name="(d0-arg\d+)"([^>]*)>', html)
+    fields = {
+        name: html_unescape(value.group(1))
+        if (value := re.search(r'value="([^"]*)"', attrs))
+        else ""
+        for name, attrs in inputs
+    }
+    (text,) = re.findall(r'<textarea name="d0-json"[^>]*>\n?([^<]*)</textarea>', html)
+    return {**fields, "d0-json": html_unescape(text)}
+
+
+def edit_post(shown: dict[str, str], mode: str, arg: str, value: str) -> dict[str, str]:
+    """An edit posting every input as `shown` (`rendered_edit`), with argument `arg`
+    set to `value` in its field (`mode` "fields") or in the JSON ("json")."""
+    args = json.loads(shown["d0-json"])
+    if mode == "json":
+        edited = {"d0-json": json.dumps({**args, arg: value})}
+    else:
+        (name,) = [name for name, text in shown.items() if name != "d0-json" and text == args[arg]]
+        edited = {name: value}
+    return {**shown, "d0-type": "edit", "d0-mode": mode, **edited}
+
+
+@pytest.mark.parametrize("mode", ["fields", "json"])
+def test_an_edit_keeps_a_partly_redacted_value_left_as_shown(alice: User, mode: str) -> None:
+    """The body showed as "use [redacted] please" and was posted back so beside an
+    edited subject: it was stored with the placeholder's text in place of the secret."""
+    item = pause(input=SECRET_EMAIL)
+    client = client_for(alice)
+    shown = rendered_edit(client.get(f"/items/{item.pk}/").content.decode())
+    assert json.loads(shown["d0-json"])["body"] == "use [redacted] please"
+
+    response = post_decision(client, item, edit_post(shown, mode, "subject", "new subject"))
+
+    assert response.status_code == 302
+    args = Decision.objects.get().answer["decisions"][0]["edited_action"]["args"]
+    assert args == {
+        "to": "ops@example.com",
+        "subject": "new subject",
+        "body": f"use {SECRET} please",
+    }
+
+
+@pytest.mark.parametrize("mode", ["fields", "json"])
+def test_a_changed_value_still_holding_a_withheld_secrets_placeholder_is_refused(
+    alice: User, mode: str
+) -> None:
+    """The reviewer cannot see the secret the placeholder stands for, so a changed text
+    around it cannot be stored: neither the placeholder nor a guess of what it hid."""
+    item = pause(input=SECRET_EMAIL)
+    client = client_for(alice)
+    shown = rendered_edit(client.get(f"/items/{item.pk}/").content.decode())
+
+    response = post_decision(
+        client, item, edit_post(shown, mode, "body", "please use [redacted] now")
+    )
+
+    assert response.status_code == 422
+    assert (
+        "body: still holds [redacted], a secret withheld from you. Leave the value as it "
+        "was to keep it, or write it without [redacted]."
+        in html_unescape(response.content.decode())
+    )
+    assert not Decision.objects.exists()
+    item.refresh_from_db()
+    assert item.status == "pending"
+
+
 def test_several_actions_are_decided_in_one_submit(alice: User) -> None:
     calls = [
         {"name": "send_email", "args": {"to": "a@b.c", "subject": "s", "body": "b"}},
@@ -614,6 +716,26 @@ def test_the_edit_preview_reports_schema_problems(alice: User) -> None:
     )
 
     assert "7 is greater than the maximum of 5" in response.content.decode()
+
+
+@pytest.mark.parametrize("text", ["1e999", "-1e999", "nan", "Infinity"])
+def test_a_number_that_is_not_finite_is_refused_on_its_field(alice: User, text: str) -> None:
+    """A float() of "1e999" is infinity, which JSON cannot carry: the preview and the
+    decision failed with a 500 building its canonical JSON."""
+    item = pause()
+    client = client_for(alice)
+    shown = rendered_edit(client.get(f"/items/{item.pk}/").content.decode())
+    (priority,) = [name for name, value in shown.items() if value == ""]
+    edit = {**shown, "d0-type": "edit", "d0-mode": "fields", priority: text}
+    message = f"priority: &#x27;{text}&#x27; is not a finite number."
+
+    preview = client.post(f"/items/{item.pk}/actions/0/preview/", edit, **HTMX)
+    decided = post_decision(client, item, edit)
+
+    assert (preview.status_code, decided.status_code) == (422, 422)
+    assert message in preview.content.decode()
+    assert message in decided.content.decode()
+    assert not Decision.objects.exists()
 
 
 # Thread page, start a run, audit
