@@ -161,7 +161,14 @@ async def wait(request: HttpRequest, user: Any, thread_id: str | None = None) ->
     body, run = await in_thread(_launched)(request, user, thread_id)
     leaving = body.get("on_disconnect") == "cancel"
     response = StreamingHttpResponse(
-        result_body(run, cancel_on_disconnect=leaving, user=user), content_type="application/json"
+        result_body(
+            run,
+            cancel_on_disconnect=leaving,
+            user=user,
+            token=token_of(request),
+            thread_id=thread_id,
+        ),
+        content_type="application/json",
     )
     return located(response, run, "/join")
 

@@ -107,16 +107,23 @@ def _batch(
     return out, cursor, None
 
 
-async def refusal(token: str, thread_id: str) -> bytes | None:
-    """The `error` frame that ends a stream whose caller may no longer see its thread
-    (`lookup.thread_again`: the token was revoked, or a question the thread's run asked
-    hid it from its user), or None while they may."""
+async def caller_refused(token: str, thread_id: str) -> dict[str, str] | None:
+    """Why the caller may no longer see the thread (`{"error", "message"}`, the shape of
+    the protocol's error event: the token was revoked, or a question the thread's run
+    asked hid it from its user, `lookup.thread_again`), or None while they may."""
     try:
         await in_thread(lookup.thread_again)(token, thread_id)
     except ProtocolError as exc:
         kind = "AuthenticationError" if exc.status == 401 else "NotFoundError"
-        return encode("error", {"error": kind, "message": exc.detail})
+        return {"error": kind, "message": exc.detail}
     return None
+
+
+async def refusal(token: str, thread_id: str) -> bytes | None:
+    """The `error` frame that ends a stream whose caller may no longer see its thread
+    (`caller_refused`), or None while they may."""
+    refused = await caller_refused(token, thread_id)
+    return None if refused is None else encode("error", refused)
 
 
 def _status(run_id: Any) -> str | None:

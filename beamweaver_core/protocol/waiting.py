@@ -20,7 +20,7 @@ from beamweaver_core.models import Run
 from beamweaver_core.protocol.db import in_thread
 from beamweaver_core.protocol.hints import Hints
 from beamweaver_core.protocol.outcome import result
-from beamweaver_core.protocol.stream import TERMINAL, cancel_quietly
+from beamweaver_core.protocol.stream import TERMINAL, caller_refused, cancel_quietly
 
 KEEPALIVE_SECONDS = 5.0
 PROGRESS_HINTS = frozenset({"run.event", "run.stored"})
@@ -62,12 +62,20 @@ async def until_stopped(run: Run) -> Run | None:
 
 
 async def result_body(
-    run: Run, *, cancel_on_disconnect: bool = False, user: Any = None
+    run: Run,
+    *,
+    cancel_on_disconnect: bool = False,
+    user: Any = None,
+    token: str | None = None,
+    thread_id: str | None = None,
 ) -> AsyncIterator[bytes]:
     """The run's result (`outcome.result`) once it stops, after a newline every few
     seconds meanwhile (as LangGraph's server does: proxies keep the request open, and
     JSON parsers skip the leading white space). `cancel_on_disconnect`: a client that
-    leaves first cancels the run (`on_disconnect="cancel"`)."""
+    leaves first cancels the run (`on_disconnect="cancel"`). With `token` and
+    `thread_id`, the caller is checked again before the result is sent (as `runs.join`
+    does; the 200 is sent by then, so a refusal is the body's `__error__`, the shape of a
+    failed run's result)."""
     waiter = asyncio.ensure_future(until_stopped(run))
     try:
         while True:
@@ -76,7 +84,13 @@ async def result_body(
                 break
             yield b"\n"
         stopped = waiter.result()
-        body = await in_thread(result)(stopped) if stopped is not None else {}
+        refused = None
+        if token is not None and thread_id is not None:
+            refused = await caller_refused(token, thread_id)
+        if refused is not None:
+            body = {"__error__": refused}
+        else:
+            body = await in_thread(result)(stopped) if stopped is not None else {}
         yield json.dumps(body, ensure_ascii=False, separators=(",", ":"), default=str).encode()
     finally:
         if not waiter.done():

@@ -10,6 +10,7 @@ which Dave is in and Erin is not.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -19,7 +20,7 @@ from django.contrib.auth.models import Group, User
 from django.test import Client
 
 from beamweaver_core.models import Run
-from beamweaver_core.protocol import run_views, stream, thread_stream
+from beamweaver_core.protocol import run_views, stream, thread_stream, waiting
 from reviews.models import ApiToken, ReviewItem
 from tests.protocol.conftest import (
     api_user,
@@ -121,6 +122,28 @@ def test_a_join_is_401_when_the_callers_token_was_revoked_while_they_waited(
 
     assert response.status_code == 401, response.content
     assert str(SECRET) not in response.content.decode()
+
+
+async def test_a_wait_answers_an_error_when_the_thread_hid_from_the_caller(
+    dave: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`runs.wait` has sent its 200 (and keep-alive newlines) by the time the run stops,
+    so the refusal is the body's `__error__`, as a failed run's result is."""
+    thread = (await database_sync_to_async(post)(dave, "/threads", {}))["thread_id"]
+    erin = async_client_of(await database_sync_to_async(_token)("erin"))
+    monkeypatch.setattr(waiting, "until_stopped", _after_the_run(waiting.until_stopped))
+
+    response = await erin.post(
+        f"/lg/threads/{thread}/runs/wait",
+        {"assistant_id": "ask", "input": {"amount": SECRET}},
+        content_type="application/json",
+    )
+    body = json.loads(await read_stream(response, until=b"}}"))
+
+    assert body == {
+        "__error__": {"error": "NotFoundError", "message": f"Thread {thread!r} not found."}
+    }
+    assert await ReviewItem.objects.filter(thread_id=thread).aexists()
 
 
 async def test_a_runs_stream_ends_when_the_thread_hid_from_the_caller(
