@@ -18,7 +18,7 @@ from reviews import realtime
 from reviews.models import AuditEvent, NotificationEvent, ReviewItem
 from reviews.notifications import notify
 from reviews.outcomes import Code, Outcome
-from reviews.permissions import can_manage, can_review, is_decider
+from reviews.permissions import can_manage, can_review, is_decider, policy_allows
 from reviews.rules import holds_back
 
 
@@ -115,8 +115,9 @@ def unclaim(item_id: int, user: User) -> Outcome:
 
 
 def reassign(item_id: int, user: User, username: str) -> Outcome:
-    """Assign the item to another reviewer (a manager, or its current holder handing it
-    over); they hold it at once, unless it needs several approvals."""
+    """Assign the item to another reviewer (a manager, to anyone; its current holder,
+    handing it over, to a reviewer its policy names); they hold it at once, unless it
+    needs several approvals."""
     with transaction.atomic():
         item = _locked_pending(item_id, user)
         if isinstance(item, Outcome):
@@ -132,6 +133,15 @@ def reassign(item_id: int, user: User, username: str) -> Outcome:
         if target is None or not can_review(target):
             return Outcome(
                 Code.INVALID, f"{username!r} is not an active reviewer; choose another.", item
+            )
+        if not can_manage(user) and not policy_allows(target, item, as_assignee=False):
+            # An assignee decides the item: a holder choosing one outside the policy's
+            # deciders would pick who approves (the second approval of an N-of-M, say).
+            return Outcome(
+                Code.NOT_ALLOWED,
+                f"The review policy does not name {username} among this item's deciders; "
+                "hand it to one it names, or ask a manager to assign it.",
+                item,
             )
         if target.pk == item.requested_by_id:
             return Outcome(

@@ -17,7 +17,7 @@ from beamweaver_core.requests import Request
 from beamweaver_core.users import User, username_path
 from reviews import cancelling, claims, inbox, quorum, reasons, threads
 from reviews.models import Decision, ReviewItem, ReviewPresence
-from reviews.permissions import can_manage, is_decider, reviewers
+from reviews.permissions import can_manage, is_decider, named_by_policy, reviewers
 from reviews.rules import decision_offer
 from reviews.thread_studio import ThreadStudio
 
@@ -124,17 +124,24 @@ def routing(item: ReviewItem, user: User) -> dict[str, Any]:
         and item.claimed_by_id is not None
         and (item.claimed_by_id == user.pk or manager),
         "can_reassign": can_reassign,
-        "reviewers": reviewer_names(exclude=item.requested_by_id) if can_reassign else [],
+        "reviewers": reviewer_names(
+            exclude=item.requested_by_id, named_by=None if manager else item
+        )
+        if can_reassign
+        else [],
         "can_extend": pending and manager,
     }
 
 
-def reviewer_names(*, exclude: int | None = None, limit: int = 200) -> list[str]:
-    """Usernames of active reviewers, to choose an assignee from."""
-    return [
-        u.get_username()
-        for u in reviewers().exclude(pk=exclude or 0).order_by(username_path())[:limit]
-    ]
+def reviewer_names(
+    *, exclude: int | None = None, limit: int = 200, named_by: ReviewItem | None = None
+) -> list[str]:
+    """Usernames of active reviewers, to choose an assignee from (those `named_by`'s
+    policy names among its deciders, when a holder hands it over)."""
+    chosen = reviewers().exclude(pk=exclude or 0)
+    if named_by is not None:
+        chosen = chosen.filter(named_by_policy(named_by)).distinct()
+    return [u.get_username() for u in chosen.order_by(username_path())[:limit]]
 
 
 def viewers(item: ReviewItem, user: User) -> list[str]:

@@ -49,17 +49,31 @@ def is_decider(user: AnyUser | None, item: ReviewItem) -> bool:
     return can_review(user) and policy_allows(user, item)
 
 
-def policy_allows(user: User, item: ReviewItem) -> bool:
+def policy_allows(user: User, item: ReviewItem, *, as_assignee: bool = True) -> bool:
     """Whether the item's policy names `user` among its deciders, for a user already known
-    to hold the reviewer permission (e.g. one of `reviewers()`: no permission queries)."""
+    to hold the reviewer permission (e.g. one of `reviewers()`: no permission queries).
+    The item's assignee decides it too, unless `as_assignee` is false (whom the policy
+    itself names, for a holder handing the item over)."""
     if not item.reviewer_group_ids and not item.responder_ids:
         return True
-    if user.pk in item.responder_ids or item.assignee_id == user.pk:
+    if user.pk in item.responder_ids or (as_assignee and item.assignee_id == user.pk):
         return True
     groups = set(group_ids(user))
     if groups & set(item.reviewer_group_ids):
         return True
     return item.escalated_at is not None and item.escalation_group_id in groups
+
+
+def named_by_policy(item: ReviewItem) -> Q:
+    """The users (a filter on users) whom the item's policy itself names among its
+    deciders: `policy_allows(user, item, as_assignee=False)` as a query, to list whom a
+    holder may hand the item to."""
+    if not item.reviewer_group_ids and not item.responder_ids:
+        return Q()
+    groups = list(item.reviewer_group_ids)
+    if item.escalated_at is not None and item.escalation_group_id is not None:
+        groups.append(item.escalation_group_id)
+    return Q(pk__in=item.responder_ids) | Q(groups__in=groups)
 
 
 def _hidden_item_ids(user: User) -> QuerySet[ReviewItem]:
@@ -111,6 +125,7 @@ __all__ = [
     "hidden_from_some",
     "is_decider",
     "manager_ids",
+    "named_by_policy",
     "policy_allows",
     "reviewers",
     "visible_audit",

@@ -9,13 +9,15 @@ import uuid
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import User
+from django.contrib.auth.models import Group, User
 from django.db import connection
 
 from reviews import claims
 from reviews.http_statuses import http_status
 from reviews.models import AuditEvent, OutboxMessage, ReviewItem
+from reviews.partials import routing
 from tests.reviews.conftest import (
+    approve_as,
     client_for,
     decide_as,
     make_manager,
@@ -169,6 +171,7 @@ def test_a_holder_who_hands_an_item_over_out_of_their_sight_goes_back_to_the_inb
     """Alice saw the item only as its assignee: after she reassigned it to bob, the
     answer read it as her and failed with a 500, though the reassignment was made."""
     use_policies(settings, {"name": "p", "groups": ["finance"]})
+    bob.groups.add(Group.objects.get_or_create(name="finance")[0])
     item = pause()
     assert claims.reassign(item.pk, make_manager("manager"), "alice").code == "reassigned"
     client = client_for(alice)
@@ -184,6 +187,34 @@ def test_a_holder_who_hands_an_item_over_out_of_their_sight_goes_back_to_the_inb
         assert (response.status_code, response["Location"]) == (302, "/")
     inbox = client.get("/").content.decode()
     assert "Assigned to bob. You can no longer see this item." in inbox
+
+
+def test_a_holder_hands_an_item_over_only_to_a_reviewer_its_policy_names(
+    settings: Any, alice: User, bob: User
+) -> None:
+    """The holder of an item needing two approvals from finance approved it, handed it to
+    a friend outside finance, whose approval, as its assignee's, completed the quorum
+    (found by an outside review). A manager may still assign outside the policy."""
+    use_policies(settings, {"name": "p", "groups": ["finance"], "approvals": 2, "assignee": "g1"})
+    finance = Group.objects.get_or_create(name="finance")[0]
+    holder = make_reviewer("g1")
+    holder.groups.add(finance)
+    item = pause(user=make_reviewer("requester"))
+    holder = User.objects.get(pk=holder.pk)
+    assert approve_as(holder, item).code == "approval_recorded"
+
+    refused = claims.reassign(item.pk, holder, "alice")
+
+    assert refused.code == "not_allowed" and "does not name alice" in refused.message
+    item.refresh_from_db()
+    assert item.assignee == holder
+    assert approve_as(alice, item).code == "not_found"  # not hers to see, nor decide
+    bob.groups.add(finance)
+    # the page offers the holder the reviewers the policy names, a manager everyone
+    assert routing(item, holder)["reviewers"] == ["bob", "g1"]
+    assert {"alice", "bob"} <= set(routing(item, make_manager("boss"))["reviewers"])
+    assert claims.reassign(item.pk, holder, "bob").code == "reassigned"
+    assert claims.reassign(item.pk, make_manager("manager"), "alice").code == "reassigned"
 
 
 def test_the_runs_requester_cannot_claim_what_they_may_not_approve(alice: User, bob: User) -> None:
