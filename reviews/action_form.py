@@ -26,15 +26,8 @@ from beamweaver_core.agent.review import ActionRequest, ReviewConfig
 from beamweaver_core.redaction import REDACTED, redact, withheld
 from reviews import payloads
 from reviews.answers import problem
-from reviews.arg_fields import (
-    MISSING,
-    ArgBoundField,
-    ArgField,
-    FieldError,
-    arg_fields,
-    placeholders_added,
-    restore_withheld,
-)
+from reviews.arg_fields import ArgBoundField, ArgField, FieldError, arg_fields
+from reviews.withheld_edits import MISSING, placeholders_added, restore_withheld
 
 DECISION_LABELS = {
     "approve": "Approve",

@@ -12,9 +12,11 @@ from typing import Any
 
 from beamweaver_core.agent import HITL
 from beamweaver_core.exceptions import InvalidDecisionError, NotAReviewError
+from beamweaver_core.redaction import REDACTED, redact, withheld
 from reviews import payloads, reasons
 from reviews.diffs import args_diff
 from reviews.models import ReviewItem
+from reviews.withheld_edits import placeholders_added, restore_withheld
 
 CLIENT_ID = re.compile(r"^[A-Za-z0-9._:-]{1,64}$")
 DIGEST = re.compile(r"^[0-9a-f]{64}$")
@@ -87,10 +89,17 @@ def validate(
         return None, None, "", [dict(p) for p in exc.problems]
     problems: list[dict[str, Any]] = []
     diff: list[dict[str, Any]] = []
+    decisions = tuple(
+        _restored(d, a) for d, a in zip(decisions, review.action_requests, strict=True)
+    )
     for index, (chosen, action) in enumerate(zip(decisions, review.action_requests, strict=True)):
         if chosen["type"] != "edit":
             continue
         args = chosen["edited_action"]["args"]
+        original = payloads.plain(action.args)
+        if withheld(original) and placeholders_added(args, original):
+            problems.append(problem(index, "edited_action.args", PLACEHOLDER_KEPT))
+            continue
         if len(payloads.canonical(args).encode()) > payloads.MAX_ANSWER_BYTES:
             problems.append(
                 problem(index, "edited_action.args", "The edited arguments exceed 64 KiB.")
@@ -110,6 +119,24 @@ def validate(
     summary = ", ".join(d["type"] for d in decisions)
     bound = HITL.bind_decisions(review, decisions)
     return {"decisions": list(bound)}, diff or None, summary, problems
+
+
+PLACEHOLDER_KEPT = (
+    f"The edited arguments still hold {REDACTED}, a secret withheld from you: send the "
+    "value as you were shown it to keep the original, or write it without the placeholder."
+)
+
+
+def _restored(chosen: dict[str, Any], action: Any) -> dict[str, Any]:
+    """An edit with the values the reviewer left as shown to them (redacted) put back to
+    the original (`reviews.withheld_edits`); other decisions as they are."""
+    if chosen["type"] != "edit":
+        return chosen
+    original = payloads.plain(action.args)
+    if not withheld(original):
+        return chosen
+    args = restore_withheld(chosen["edited_action"]["args"], redact(original), original)
+    return {**chosen, "edited_action": {**chosen["edited_action"], "args": args}}
 
 
 def check_ids(client_decision_id: str, digest: str) -> list[dict[str, Any]]:

@@ -27,11 +27,10 @@ from typing import Any
 from django import forms
 from django.forms.boundfield import BoundField
 
-from beamweaver_core.redaction import REDACTED
 from reviews import payloads
+from reviews.withheld_edits import MISSING
 
 LONG_TEXT = 80
-MISSING: Any = object()
 """An argument the posted form leaves out (not the same as JSON null)."""
 
 
@@ -220,50 +219,10 @@ class FieldError(ValueError):
     pass
 
 
-def restore_withheld(edited: Any, shown: Any, original: Any) -> Any:
-    """`edited` with what the reviewer left as they were shown it put back to the
-    original: a value (at any depth) equal to its `shown` one, redacted in whole or in
-    part, and a value still reading `[redacted]`."""
-    if original is MISSING:
-        return edited
-    if shown is not MISSING and _json_text(edited) == _json_text(shown):
-        return original
-    if edited == REDACTED and original != REDACTED:
-        return original
-    if isinstance(edited, dict) and isinstance(original, Mapping):
-        fields = shown if isinstance(shown, Mapping) else {}
-        return {
-            k: restore_withheld(v, fields.get(k, MISSING), original.get(k, MISSING))
-            for k, v in edited.items()
-        }
-    if isinstance(edited, list) and isinstance(original, list) and len(edited) == len(original):
-        items = shown if isinstance(shown, list) and len(shown) == len(edited) else None
-        return [
-            restore_withheld(e, MISSING if items is None else items[i], o)
-            for i, (e, o) in enumerate(zip(edited, original, strict=True))
-        ]
-    return edited
-
-
-def placeholders_added(edited: Any, original: Any) -> bool:
-    """Whether `edited` (restored) holds `[redacted]` more often than `original` did: a
-    changed value around a withheld secret, which would store the placeholder's text."""
-    before = 0 if original is MISSING else _json_text(original).count(REDACTED)
-    return _json_text(edited).count(REDACTED) > before
-
-
-def _json_text(value: Any) -> str:
-    # NaN and infinities are the parser's to refuse; here they only compare.
-    return json.dumps(value, sort_keys=True, ensure_ascii=False)
-
-
 __all__ = [
     "LONG_TEXT",
-    "MISSING",
     "ArgBoundField",
     "ArgField",
     "FieldError",
     "arg_fields",
-    "placeholders_added",
-    "restore_withheld",
 ]

@@ -110,3 +110,16 @@ def form_post(item: ReviewItem, **fields: str) -> dict[str, str]:
     """The fields the item page's decision form posts, plus `fields`."""
     base = {"client_decision_id": uuid.uuid4().hex, "digest": item.digest}
     return {**base, "interrupt_id": item.interrupt_id, **fields}
+
+
+SECRET = "sk-live0123456789abcdefXYZ"
+"""A secret the redaction withholds (an API key's shape)."""
+SECRET_EMAIL = {
+    "calls": [
+        {
+            "name": "send_email",
+            "args": {"to": "ops@example.com", "subject": "key", "body": f"use {SECRET} please"},
+        }
+    ]
+}
+"""`tool_review` input: an email whose body holds `SECRET` inside text."""

@@ -19,7 +19,15 @@ from beamweaver_core.models import Run
 from reviews.api import urls as api_urls
 from reviews.api.openapi import schema
 from reviews.models import ApiToken, AuditEvent, Decision, ReviewItem
-from tests.reviews.conftest import client_for, make_manager, make_reviewer, pause, use_policies
+from tests.reviews.conftest import (
+    SECRET,
+    SECRET_EMAIL,
+    client_for,
+    make_manager,
+    make_reviewer,
+    pause,
+    use_policies,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -321,3 +329,43 @@ def test_the_api_token_command_creates_lists_and_revokes(alice: User) -> None:
 
     call_command("api_token", "revoke", created["key"], stdout=StringIO())
     assert Api(created["token"]).get(ITEMS).status_code == 401
+
+
+def test_an_api_edit_sent_back_as_shown_keeps_the_withheld_secret(alice: User) -> None:
+    """The API shows the arguments redacted to a reviewer who may not reveal secrets; an
+    edit that sends the body back as shown stored "use [redacted] please" in place of the
+    secret (the item page's form restored it, the API did not)."""
+    item = pause(input=SECRET_EMAIL)
+    api = api_for(alice)
+    shown = api.get(ITEM.format(pk=item.pk)).json()["payload"]["action_requests"][0]["args"]
+    assert shown["body"] == "use [redacted] please"
+    edited = {"type": "edit", "edited_action": {"name": "send_email", "args": {**shown}}}
+
+    changed = api.post(
+        decide_url(item),
+        decision(
+            item,
+            {
+                "decisions": [
+                    {
+                        **edited,
+                        "edited_action": {
+                            "name": "send_email",
+                            "args": {**shown, "body": "now [redacted] here"},
+                        },
+                    }
+                ]
+            },
+        ),
+    )
+    assert changed.status_code == 422 and "still hold [redacted]" in changed.content.decode()
+    edited["edited_action"]["args"]["subject"] = "new subject"
+    kept = api.post(decide_url(item), decision(item, {"decisions": [edited]}))
+
+    assert kept.status_code == 200, kept.content
+    args = Decision.objects.get().answer["decisions"][0]["edited_action"]["args"]
+    assert args == {
+        "to": "ops@example.com",
+        "subject": "new subject",
+        "body": f"use {SECRET} please",
+    }

@@ -15,7 +15,14 @@ from django.utils import timezone
 from beamweaver_core.models import Thread, ToolExecution
 from reviews import analytics, simulation
 from reviews.models import Decision, ReviewItem
-from tests.reviews.conftest import client_for, decide_as, make_reviewer, pause, use_policies
+from tests.reviews.conftest import (
+    SECRET,
+    client_for,
+    decide_as,
+    make_reviewer,
+    pause,
+    use_policies,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -217,9 +224,6 @@ def test_the_simulation_page_shows_policy_problems_inline(alice: User) -> None:
     assert (
         "x: &#x27;when&#x27; must be an object of argument conditions." in response.content.decode()
     )
-
-
-SECRET = "sk-live0123456789abcdefXYZ"
 
 
 def _would_review(user: User, pattern: str) -> int:

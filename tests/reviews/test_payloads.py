@@ -11,10 +11,10 @@ from hypothesis import strategies as st
 
 from beamweaver_core.messages import Message
 from beamweaver_core.redaction import redact
-from reviews.arg_fields import placeholders_added, restore_withheld
 from reviews.diffs import args_diff
 from reviews.payloads import PayloadError, canonical, check_value, digest, parse_json
 from reviews.templatetags.reviews import age, visible
+from reviews.withheld_edits import placeholders_added, restore_withheld
 
 
 def test_canonical_json_sorts_keys_and_keeps_unicode() -> None:

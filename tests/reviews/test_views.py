@@ -17,7 +17,15 @@ from beamweaver_core.agent import HITL
 from beamweaver_core.models import Run
 from beamweaver_core.runtime import service
 from reviews.models import AuditEvent, Decision, ReviewItem
-from tests.reviews.conftest import PASSWORD, client_for, make_reviewer, pause, run_next
+from tests.reviews.conftest import (
+    PASSWORD,
+    SECRET,
+    SECRET_EMAIL,
+    client_for,
+    make_reviewer,
+    pause,
+    run_next,
+)
 from tests.support.legacy import unchecked_thread_ids
 
 pytestmark = pytest.mark.django_db
@@ -117,17 +125,6 @@ def test_the_inbox_filters_by_graph_tool_status_and_text(alice: User) -> None:
     assert rows("q=ops%40example.com") == [email.pk]
     assert rows("status=decided") == []
     assert rows("status=all") == [email.pk, refund.pk, question.pk]
-
-
-SECRET = "sk-live0123456789abcdefXYZ"
-SECRET_EMAIL = {
-    "calls": [
-        {
-            "name": "send_email",
-            "args": {"to": "ops@example.com", "subject": "key", "body": f"use {SECRET} please"},
-        }
-    ]
-}
 
 
 def test_the_inbox_search_matches_what_the_page_shows_never_a_withheld_secret(
