@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -30,6 +31,9 @@ from django.forms.boundfield import BoundField
 from reviews import payloads
 from reviews.withheld_edits import MISSING
 
+_INTEGER = re.compile(r"[+-]?\d{1,100}")
+"""An integer as typed (up to 100 digits; longer ones are read as floats, and refused
+when they are not finite)."""
 LONG_TEXT = 80
 """An argument the posted form leaves out (not the same as JSON null)."""
 
@@ -103,6 +107,8 @@ class ArgField(forms.Field):
         if self.kind == "number":
             if text == "":
                 return None if nullable and self.schema_required else MISSING
+            if _INTEGER.fullmatch(text):
+                return int(text)  # exactly: float() rounds past 2**53
             try:
                 number = float(text)
             except ValueError:

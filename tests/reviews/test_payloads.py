@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from beamweaver_core.messages import Message
 from beamweaver_core.redaction import redact
+from reviews.arg_fields import arg_fields
 from reviews.diffs import args_diff
 from reviews.payloads import PayloadError, canonical, check_value, digest, parse_json
 from reviews.templatetags.reviews import age, visible
@@ -156,3 +157,12 @@ def test_ages_are_compact() -> None:
         "2h",
         "2d",
     ]
+
+
+@pytest.mark.parametrize("text", ["9007199254740993", "-12345678901234567890", "+7"])
+def test_an_integer_typed_in_a_number_field_is_read_exactly(text: str) -> None:
+    """Read through float(), 9007199254740993 became 9007199254740992."""
+    (field,) = arg_fields({"properties": {"n": {"type": "integer"}}}, {"n": 1}, {"n": 1})
+
+    assert field.parse(text) == int(text)
+    assert field.parse("2.5") == 2.5 and field.parse("3") == 3
