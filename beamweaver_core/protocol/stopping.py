@@ -27,11 +27,14 @@ def stop(user: Any, runs: Sequence[Run], action: str = "interrupt") -> None:
         if refusal is not None:
             raise ProtocolError(403, f"Run {run.id}: {refusal}")
     with transaction.atomic():
-        for run in runs:
-            if action == "rollback" and run.kind == Run.Kind.START:
-                rollback_run(run.id, user=user)
-            else:
-                service.cancel_run(run.id, user=user)
+        # Newest first: cancelling a run promotes the one waiting behind it, which would
+        # then be active while the older one is rolled back.
+        for run in reversed(runs):
+            service.cancel_run(run.id, user=user)
+        if action == "rollback":
+            for run in runs:
+                if run.kind == Run.Kind.START:
+                    rollback_run(run.id, user=user)
 
 
 __all__ = ["stop"]

@@ -196,3 +196,22 @@ def test_a_run_from_an_unknown_checkpoint_is_not_found(fork: dict[str, Any]) -> 
     assert (status, detail) == (404, "Checkpoint '1f0-unknown' not found.")
     assert _statuses() == runs
     assert client.get(f"/lg/threads/{thread}").json() == state
+
+
+@pytest.mark.parametrize("strategy", ["interrupt", "rollback"])
+def test_a_multitask_strategy_stops_a_run_and_the_one_waiting_behind_it(strategy: str) -> None:
+    """Cancelling the first run promoted the one waiting behind it to queued, and the
+    rollback of the first then refused: another run was active (409, found by review)."""
+    client = client_of("alice")
+    thread, first = _queued(client)
+    behind = post(client, f"/threads/{thread}/runs", {"assistant_id": "linear", "input": {}})
+    new = {"assistant_id": "linear", "input": {"log": [1]}, "multitask_strategy": strategy}
+
+    started = post(client, f"/threads/{thread}/runs", new)
+
+    assert _statuses() == {
+        first: Run.Status.CANCELLED,
+        behind["run_id"]: Run.Status.CANCELLED,
+        started["run_id"]: Run.Status.QUEUED,
+    }
+    assert run_next().status == Run.Status.SUCCEEDED
