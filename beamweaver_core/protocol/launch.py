@@ -99,8 +99,13 @@ def launch(
         return _answer(user, thread, graph, body, _answers(thread, command["resume"]), webhook)
     if body.get("input") is None and thread is not None:
         # A command's goto or update does not answer a question: the run would stop at it
-        # again, failing for want of the answer.
-        pending = _pending(thread)
+        # again, failing for want of the answer. A run from a checkpoint (a replay) asks
+        # what is pending there, not at the thread's head.
+        try:
+            fork = (_options(body) or {}).get("checkpoint_id")
+        except ValueError as exc:
+            raise ProtocolError(422, str(exc)) from None
+        pending = _pending(thread, fork)
         asked = [i.id for i in pending if i.timing is None]
         if asked:
             raise ProtocolError(
@@ -109,7 +114,7 @@ def launch(
                 "resume it with command={'resume': ...} (a map of interrupt ids to answers for "
                 "several).",
             )
-        if pending and not (command.get("goto") or command.get("update")):
+        if pending and fork is None and not (command.get("goto") or command.get("update")):
             return _answer(user, thread, graph, body, {i.id: None for i in pending}, webhook)
     return _start(user, thread_id, thread, graph, body, webhook, own_thread)
 
@@ -149,8 +154,8 @@ def _thread(user: Any, thread_id: str, body: Mapping[str, Any]) -> Thread | None
     return None
 
 
-def _pending(thread: Thread) -> tuple[Interrupt, ...]:
-    snapshot = lookup.snapshot(thread)
+def _pending(thread: Thread, checkpoint_id: str | None = None) -> tuple[Interrupt, ...]:
+    snapshot = lookup.snapshot(thread, checkpoint_id)
     return snapshot.interrupts if snapshot is not None else ()
 
 

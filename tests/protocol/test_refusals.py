@@ -215,3 +215,26 @@ def test_a_multitask_strategy_stops_a_run_and_the_one_waiting_behind_it(strategy
         started["run_id"]: Run.Status.QUEUED,
     }
     assert run_next().status == Run.Status.SUCCEEDED
+
+
+def test_a_replay_is_judged_by_its_checkpoint_not_by_what_the_head_waits_on() -> None:
+    """A run from an older checkpoint with nothing pending there was refused with 409
+    because the thread's head waited on a question."""
+    client = client_of("alice")
+    thread = _paused(client)
+    post(
+        client_of("bob"),
+        f"/threads/{thread}/runs",
+        {"assistant_id": "ask", "command": {"resume": "yes"}},
+    )
+    run_next()
+    history = client.post(f"/lg/threads/{thread}/history", {}, content_type="application/json")
+    answered = next(s for s in history.json() if s["next"] == ["finish"])
+    post(client, f"/threads/{thread}/runs", {"assistant_id": "ask", "input": {"amount": 4}})
+    assert run_next().status == Run.Status.INTERRUPTED  # the head waits on a new question
+
+    replay = {"assistant_id": "ask", "checkpoint_id": answered["checkpoint"]["checkpoint_id"]}
+    started = post(client, f"/threads/{thread}/runs", replay)
+
+    assert run_next().status == Run.Status.SUCCEEDED
+    assert str(Run.objects.get(id=started["run_id"]).status) == Run.Status.SUCCEEDED
