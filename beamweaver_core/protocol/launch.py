@@ -91,11 +91,11 @@ def launch(
         )
     command = body.get("command") or {}
     if "resume" in command:
-        _within_decision_rate(user)
         if thread is None:
             raise ProtocolError(
                 409, "A new thread has no interrupt to resume; start it with input."
             )
+        _within_decision_rate(user)
         return _answer(user, thread, graph, body, _answers(thread, command["resume"]), webhook)
     if body.get("input") is None and thread is not None:
         # A command's goto or update does not answer a question: the run would stop at it
