@@ -28,3 +28,18 @@ def test_resumes_count_against_the_users_decision_rate(settings: Any) -> None:
     ]
     assert [a.status_code for a in answers] == [409, 409, 429]  # nothing to resume, then limited
     assert "Too many decisions" in answers[2].json()["detail"]
+
+
+def test_a_stateless_resume_is_refused_without_counting_as_a_decision(settings: Any) -> None:
+    """It answers 409 (a new thread has nothing to resume) and used to count first."""
+    settings.BEAMWEAVER = {**settings.BEAMWEAVER, "RATE_DECISIONS": "1/60"}
+    cache.clear()
+    client = Client(HTTP_X_API_KEY=token_for(api_user("alice")))
+    body = json.dumps({"assistant_id": "approval", "command": {"resume": True}})
+    stateless = [client.post("/lg/runs", body, content_type="application/json") for _ in range(2)]
+    Thread.objects.create(id="lg-rate-2", graph="approval")
+
+    threaded = client.post("/lg/threads/lg-rate-2/runs", body, content_type="application/json")
+
+    assert [a.status_code for a in stateless] == [409, 409]
+    assert threaded.status_code == 409  # nothing to resume yet, and not 429: nothing counted
