@@ -21,7 +21,7 @@ from beamweaver_core.protocol.models import ProtocolRun
 from beamweaver_core.protocol.run_views import located
 from beamweaver_core.protocol.sse import parse_event_id
 from beamweaver_core.protocol.stream import StreamRequest, frames, open_translator
-from beamweaver_core.protocol.thread_stream import ThreadStream, thread_frames
+from beamweaver_core.protocol.thread_stream import ThreadStream, past_every_event, thread_frames
 
 THREAD_MODES = ("run_modes", "lifecycle")
 
@@ -103,8 +103,17 @@ async def join_stream(
     return _sse(wanted, await in_thread(open_translator)(wanted))
 
 
-def _thread_stream(request: HttpRequest, user: Any, thread_id: str) -> ThreadStream:
+def _thread_stream(
+    request: HttpRequest, user: Any, thread_id: str
+) -> tuple[ThreadStream, tuple[int, int] | None]:
     thread = lookup.thread(user, thread_id)
+    after = _after(request)
+    if after is not None and past_every_event(after):
+        raise ProtocolError(
+            422,
+            f"Last-Event-ID {after[0]}-{after[1]} is past every event this server has sent; "
+            "reconnect without it to get what happens next.",
+        )
     modes = (
         request.GET.getlist("stream_mode") or request.GET.getlist("stream_modes") or ["run_modes"]
     )
@@ -114,12 +123,12 @@ def _thread_stream(request: HttpRequest, user: Any, thread_id: str) -> ThreadStr
         raise ProtocolError(
             422, f"Invalid stream mode(s) {unknown}; a thread streams {', '.join(THREAD_MODES)}."
         )
-    return ThreadStream(thread, frozenset(modes), token_of(request))
+    return ThreadStream(thread, frozenset(modes), token_of(request)), after
 
 
 async def thread_stream(request: HttpRequest, user: Any, thread_id: str) -> HttpResponseBase:
-    stream = await in_thread(_thread_stream)(request, user, thread_id)
-    return _event_stream(thread_frames(stream, _after(request)))
+    stream, after = await in_thread(_thread_stream)(request, user, thread_id)
+    return _event_stream(thread_frames(stream, after))
 
 
 __all__ = ["join_stream", "stream", "thread_stream"]

@@ -119,6 +119,13 @@ def _uuid(value: Any) -> Any:
         return None
 
 
+def past_every_event(after: tuple[int, int]) -> bool:
+    """Whether `after` (a `Last-Event-ID`) is past every stored event: an id this server
+    never gave. Stored ids only grow, so a stream after it would wait forever."""
+    top = RunEvent.objects.aggregate(top=Max("id"))["top"] or 0
+    return after[0] > top
+
+
 async def thread_frames(
     stream: ThreadStream, after: tuple[int, int] | None
 ) -> AsyncIterator[bytes]:
@@ -161,4 +168,4 @@ async def thread_frames(
                 yield HEARTBEAT
 
 
-__all__ = ["ThreadStream", "thread_frames"]
+__all__ = ["ThreadStream", "past_every_event", "thread_frames"]

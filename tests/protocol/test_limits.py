@@ -43,3 +43,17 @@ def test_a_stateless_resume_is_refused_without_counting_as_a_decision(settings: 
 
     assert [a.status_code for a in stateless] == [409, 409]
     assert threaded.status_code == 409  # nothing to resume yet, and not 429: nothing counted
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_thread_stream_after_an_event_id_never_given_is_refused() -> None:
+    """Stored event ids only grow: a stream resumed after one past them all sent
+    heartbeats forever and never an event (found by review)."""
+    client = Client(HTTP_X_API_KEY=token_for(api_user("alice")))
+    Thread.objects.create(id="lg-events-1", graph="approval")
+
+    past = client.get("/lg/threads/lg-events-1/stream", HTTP_LAST_EVENT_ID="99999999999999-0")
+    bogus = client.get("/lg/threads/lg-events-1/stream", HTTP_LAST_EVENT_ID="x-1")
+
+    assert past.status_code == 422 and "past every event" in past.json()["detail"]
+    assert bogus.status_code == 422
