@@ -143,7 +143,7 @@ def reassign(item_id: int, user: User, username: str) -> Outcome:
                 "hand it to one it names, or ask a manager to assign it.",
                 item,
             )
-        if target.pk == item.requested_by_id:
+        if holds_back(Code.SELF_APPROVAL, target, item):
             return Outcome(
                 Code.INVALID,
                 f"{username} started this run and cannot approve it; choose another reviewer.",

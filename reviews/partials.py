@@ -18,7 +18,7 @@ from beamweaver_core.users import User, username_path
 from reviews import cancelling, claims, inbox, quorum, reasons, threads
 from reviews.models import Decision, ReviewItem, ReviewPresence
 from reviews.permissions import can_manage, is_decider, named_by_policy, reviewers
-from reviews.rules import decision_offer
+from reviews.rules import can_execute, decision_offer
 from reviews.thread_studio import ThreadStudio
 
 PRESENCE_TTL = timedelta(seconds=60)
@@ -125,7 +125,8 @@ def routing(item: ReviewItem, user: User) -> dict[str, Any]:
         and (item.claimed_by_id == user.pk or manager),
         "can_reassign": can_reassign,
         "reviewers": reviewer_names(
-            exclude=item.requested_by_id, named_by=None if manager else item
+            exclude=item.requested_by_id if can_execute(item) else None,
+            named_by=None if manager else item,
         )
         if can_reassign
         else [],

@@ -246,6 +246,18 @@ def test_the_runs_requester_may_claim_a_question_they_may_answer(alice: User) ->
     assert claims.claim(item.pk, alice).code == "claim_taken"
 
 
+def test_a_question_may_be_handed_to_the_runs_requester_who_may_answer_it(
+    alice: User, bob: User
+) -> None:
+    """Claim and reassign say the same rule: the requester may not approve their own
+    run's tool call, but may answer its question (reassign refused them for both)."""
+    item = pause("approval", {"amount": 1}, user=alice)
+    manager = make_manager("manager")
+
+    assert "alice" in routing(item, manager)["reviewers"]
+    assert claims.reassign(item.pk, manager, "alice").code == "reassigned"
+
+
 def test_a_quorum_item_cannot_be_claimed(settings: Any, alice: User) -> None:
     use_policies(settings, {"name": "two", "approvals": 2})
     item = pause()
