@@ -72,10 +72,14 @@ def snapshot(
     tasks: list[TaskInfo] = []
     next_names: list[str] = []
     never_merges = loop.finished_conflict() is not None
+    # A paused step (a task waits on a question) shows the state at the pause; any other
+    # step, the checkpoint's own values with every task next: what its tasks saved while
+    # siblings ran depends on timing, not on what the step did.
+    paused = any(r.status == "interrupted" for r in loop.records.values())
     for task in cp.tasks:
         record = loop.records.get(task.id)
         done = record is not None and record.status == "done"
-        if not done or never_merges:
+        if not done or never_merges or not paused:
             next_names.append(task.name)
         child_state: Any = None
         spec = graph.nodes.get(task.name)
@@ -107,7 +111,7 @@ def snapshot(
     metadata.setdefault("parents", {})
     base = {"thread_id": cp.thread_id, "checkpoint_ns": cp.ns}
     return StateSnapshot(
-        values=loop.interrupted_state(),
+        values=loop.interrupted_state() if paused else dict(cp.values),
         next=tuple(next_names),
         config={"configurable": {**base, "checkpoint_id": cp.id}},
         metadata=metadata,

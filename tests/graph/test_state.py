@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import operator
+import threading
 from typing import Any, TypedDict
 
 import pytest
@@ -108,6 +109,30 @@ def test_state_apis_need_a_checkpointer() -> None:
 def test_a_thread_id_is_required_with_a_checkpointer(checkpointer: MemoryCheckpointer) -> None:
     with pytest.raises(ValueError, match="every call needs a thread"):
         abc(checkpointer).invoke({"items": []})
+
+
+def test_a_finished_parallel_step_shows_its_own_values_whatever_the_timing(
+    checkpointer: MemoryCheckpointer, config: dict[str, Any]
+) -> None:
+    """The task that finished while its sibling still ran saved its writes mid-step, and
+    the history showed that step as half done ("next" the slow one, "values" with the
+    fast one's writes) where the same run with other timing showed it whole."""
+    graph = (
+        Graph()
+        .add_reducer("items", operator.add)
+        .add_node("fast", lambda s: {"items": ["fast"]})
+        .add_node("slow", lambda s: threading.Event().wait(0.3) or {"items": ["slow"]})
+        .add_node("end", lambda s: {"items": ["end"]})
+        .add_edge(START, "fast")
+        .add_edge(START, "slow")
+        .add_edge(["fast", "slow"], "end")
+        .compile(checkpointer=checkpointer)
+    )
+    graph.invoke({"items": []}, config)
+
+    first = list(graph.get_state_history(config))[-1]
+
+    assert (first.next, first.values) == (("fast", "slow"), {"items": []})
 
 
 def test_update_state_as_a_node_schedules_its_successors(
