@@ -153,6 +153,9 @@ def test_a_fork_from_a_past_checkpoint_with_an_edited_value_completes_as_a_branc
     at = past.config["configurable"]["checkpoint_id"]
 
     page.reload()
+    # The websocket's first resync swaps the timeline in again: a click before it can land
+    # on a link that is replaced under it (the fork page then never opened, in CI).
+    operator.wait_live()
     page.click(f'#checkpoint-{at} a:has-text("Fork with edits")')
     page.wait_for_selector("form.fork-form", timeout=WAIT)
     _fits(operator, width)
