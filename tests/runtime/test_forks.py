@@ -109,3 +109,21 @@ def test_edited_keys_are_checked_against_the_graphs_state_keys() -> None:
     steps = registry.compiled_graph("steps", None)
     with pytest.raises(forks.ForkError, match="over 100,000 characters"):
         forks.state_keys(steps, {"log": ["x" * 100_001]})
+
+
+def test_a_fork_written_as_the_node_that_asked_is_refused_and_starts_nothing() -> None:
+    """The thread page's fork goes through `forks.update_state`, which refuses to write
+    as a node past a question still unanswered there (the decision service answers)."""
+    service.start_run("approval", {"amount": 5}, thread_id="fork-asked")
+    assert run_next().status == "interrupted"
+    compiled = registry.compiled_graph("approval", PostgresCheckpointer())
+    asked = compiled.get_state({"configurable": {"thread_id": "fork-asked"}})
+    at = str(asked.config["configurable"]["checkpoint_id"])
+    runs = Run.objects.count()
+
+    with pytest.raises(forks.QuestionPendingError, match="would go past them unanswered"):
+        forks.fork("fork-asked", at, user=None, values={"amount": 6}, as_node="ask")
+
+    assert Run.objects.count() == runs
+    after = compiled.get_state({"configurable": {"thread_id": "fork-asked"}})
+    assert after.config == asked.config and after.interrupts == asked.interrupts
