@@ -7,7 +7,6 @@ The loop (`loop.py`, `steps.py`) holds every decision, `execution.py` drives it,
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from functools import partial
@@ -22,6 +21,7 @@ from beamweaver_core.graph.interrupts import TaskScope, current_scope
 from beamweaver_core.graph.loop import RunLoop
 from beamweaver_core.graph.resume import NO_VALUE
 from beamweaver_core.graph.runtime import Envelope, EventSink
+from beamweaver_core.graph.threads import in_thread
 from beamweaver_core.types import Command, Completed, Interrupted, RunResult, Send, StateSnapshot
 
 Config = dict[str, Any]
@@ -156,7 +156,7 @@ class CompiledGraph(GraphDefinition):
             sink.emit("run.started", {"graph": self.name})
         try:
             loop = (
-                await asyncio.to_thread(self._loop, input, config, context, sink)
+                await in_thread(partial(self._loop, input, config, context, sink))
                 if self.checkpointer is not None and self.checkpointer.blocking
                 else self._loop(input, config, context, sink)
             )

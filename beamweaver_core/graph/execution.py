@@ -21,7 +21,11 @@ from beamweaver_core.graph.interrupts import GraphInterrupt, ParentCommand, Task
 from beamweaver_core.graph.loop import RunLoop
 from beamweaver_core.graph.runtime import Runtime, StreamClosed
 from beamweaver_core.graph.steps import Failure, Pause, StepLoop, TaskOutcome
-from beamweaver_core.graph.threads import cleaned, run_concurrently, run_coroutine_blocking
+from beamweaver_core.graph.threads import (
+    in_thread,
+    run_concurrently,
+    run_coroutine_blocking,
+)
 from beamweaver_core.graph.updates import (
     apply_writes,
     goto_targets,
@@ -197,7 +201,7 @@ class TaskRunner:
             elif spec.is_async:
                 result = await spec.call(arg, scope.runtime)
             else:
-                result = await asyncio.to_thread(cleaned(lambda: spec.call(arg, scope.runtime)))
+                result = await in_thread(lambda: spec.call(arg, scope.runtime))
             outcome = self._finish(task, scope, result)
         except (Exception, GraphInterrupt, ParentCommand) as exc:
             outcome = self._fail(task, scope, exc)
@@ -334,7 +338,7 @@ async def arun_nested(graph: GraphDefinition, arg: Any, scope: TaskScope) -> dic
     """`run_nested`, awaited."""
     loop = _nested_loop(graph, scope)
     if blocking(loop):
-        done = await asyncio.to_thread(loop.start_nested, arg)
+        done = await in_thread(partial(loop.start_nested, arg))
     else:
         done = loop.start_nested(arg)
     result = done if done is not None else await adrive(loop)

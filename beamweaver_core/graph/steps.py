@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from beamweaver_core.checkpoint.types import (
@@ -36,6 +37,7 @@ from beamweaver_core.graph.scheduling import (
     split_routes,
     unsaved_tasks,
 )
+from beamweaver_core.graph.threads import in_thread
 from beamweaver_core.graph.updates import (
     apply_writes,
     conflict_message,
@@ -370,7 +372,11 @@ class StepLoop:
         staged, records = self.staging.flush()
         if self.checkpointer is not None and (staged or records):
             assert self.thread_id is not None
-            await self.checkpointer.acommit(self.thread_id, self.ns, staged, records)
+            commit = partial(self.checkpointer.commit, self.thread_id, self.ns, staged, records)
+            if self.checkpointer.blocking:
+                await in_thread(commit)
+            else:
+                commit()
 
     def finished_conflict(self) -> tuple[str, list[str]] | None:
         """A key without a reducer that finished tasks of the open step wrote twice (the

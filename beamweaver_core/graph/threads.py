@@ -62,6 +62,13 @@ def cleaned(call: Callable[[], _T]) -> Callable[[], _T]:
     return run
 
 
+async def in_thread(call: Callable[[], _T]) -> _T:
+    """`call` on asyncio's default executor with the thread cleanups after it, as every
+    task call gets: an async run's blocking checkpointer otherwise kept a pooled database
+    connection checked out by each executor thread it used."""
+    return await asyncio.to_thread(cleaned(call))
+
+
 def run_concurrently(
     calls: Sequence[Callable[[], _T]],
     on_progress: Callable[[list[_T]], None] | None = None,
@@ -124,6 +131,7 @@ async def _await(awaitable: Awaitable[Any]) -> Any:
 
 __all__ = [
     "cleaned",
+    "in_thread",
     "register_thread_cleanup",
     "run_concurrently",
     "run_coroutine_blocking",

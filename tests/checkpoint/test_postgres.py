@@ -575,3 +575,32 @@ async def test_a_subgraph_without_a_checkpointer_of_its_own_pauses_and_resumes_u
     assert paused.interrupt.value == "Proceed?"
     done = await outer.aresume("yes", cfg(thread))
     assert done == Completed(state={"answer": "yes"})
+
+
+async def test_an_async_run_gives_back_the_connections_its_threads_used() -> None:
+    """An async run hands the blocking checkpointer's calls to asyncio's executor threads;
+    each kept a pooled connection checked out for good (the end of the test session then
+    found them still connected to the test database, and a long-lived server would run out
+    of its pool)."""
+    from asgiref.sync import sync_to_async
+    from django.db import connection
+
+    def checked_out() -> int:
+        stats = connection.pool.get_stats()
+        return int(stats["pool_size"] - stats["pool_available"])
+
+    graph = (
+        Graph()
+        .add_reducer("items", operator.add)
+        .add_node("a", lambda s: {"items": ["a"]})
+        .add_node("b", lambda s: {"items": ["b"]})
+        .add_edge(START, "a")
+        .add_edge("a", "b")
+        .compile(checkpointer=PostgresCheckpointer())
+    )
+    before = await sync_to_async(checked_out)()
+
+    for n in range(4):
+        await graph.ainvoke({"items": []}, {"configurable": {"thread_id": f"async-pool-{n}"}})
+
+    assert await sync_to_async(checked_out)() <= before
