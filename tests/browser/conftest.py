@@ -222,8 +222,10 @@ class Session:
         return self.page
 
     def wait_live(self) -> None:
-        """Wait until the page's websocket is open (its first resync has been sent)."""
-        self.page.wait_for_selector('#live-status[data-state="open"]', timeout=10_000)
+        """Wait until the page's websocket is open and its first message (the server's
+        resync of the live parts) has been swapped in: a page measured or clicked before
+        that could have its parts replaced under the test (CI: a row's box read as None)."""
+        self.page.wait_for_selector('#live-status[data-state="open"][data-synced]', timeout=10_000)
 
     def problems(self) -> dict[str, list[str]]:
         """What went wrong in the browser: script errors, console errors, CSP violations

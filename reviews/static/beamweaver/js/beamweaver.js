@@ -72,9 +72,26 @@
     dot.dataset.state = state;
     dot.textContent = text;
   }
-  document.addEventListener("htmx:wsOpen", function () { setLive("open", "Live"); });
-  document.addEventListener("htmx:wsClose", function () { setLive("closed", "Reconnecting…"); });
-  document.addEventListener("htmx:wsError", function () { setLive("closed", "Reconnecting…"); });
+  // `data-synced`: the first message since the socket opened (the server's resync of the
+  // page's live parts) has been swapped in.
+  function setSynced(synced) {
+    var dot = document.getElementById("live-status");
+    if (!dot) return;
+    if (synced) dot.dataset.synced = "true";
+    else delete dot.dataset.synced;
+  }
+  document.addEventListener("htmx:wsOpen", function () {
+    setSynced(false);
+    setLive("open", "Live");
+  });
+  document.addEventListener("htmx:wsClose", function () {
+    setSynced(false);
+    setLive("closed", "Reconnecting…");
+  });
+  document.addEventListener("htmx:wsError", function () {
+    setSynced(false);
+    setLive("closed", "Reconnecting…");
+  });
 
   // The title carries the pending count; live updates replace #inbox-counts.
   function syncTitle() {
@@ -86,6 +103,7 @@
   document.addEventListener("htmx:wsAfterMessage", function () {
     syncTitle();
     restoreSelection();
+    setSynced(true);
   });
 
   // Inbox keyboard: j / k move, Enter opens (the rows are links).
