@@ -186,6 +186,11 @@ def test_a_paused_thread_shows_its_status_interrupts_state_and_tasks(
     )
     assert state["metadata"]["source"] == "input" and state["created_at"]
     assert state["interrupts"] == [question]
+    # Through the official SDK too: writing the state as the node that asked is refused,
+    # and the question stays (tests/protocol/test_state_writes.py).
+    with pytest.raises(ConflictError):
+        lg.threads.update_state(run.thread_id, {"answer": "yes"}, as_node="ask")
+    assert lg.threads.get_state(run.thread_id)["interrupts"] == [question]
 
 
 def test_state_is_updated_as_a_node_and_from_an_older_checkpoint(
