@@ -88,8 +88,10 @@ def get(request: HttpRequest, user: Any, thread_id: str, run_id: str) -> dict[st
 
 def delete(request: HttpRequest, user: Any, thread_id: str, run_id: str) -> None:
     run = lookup.run(user, thread_id, run_id)
+    # Not under the thread's lock: a running run's worker may hold it for a step, and the
+    # run's own lock below serialises the delete with what the run does.
+    lookup.may_change(user, run.thread)
     with transaction.atomic():
-        lookup.changeable(user, thread_id)
         run = Run.objects.select_for_update().get(id=run.id)
         if run.status in lookup.ACTIVE:
             raise ProtocolError(409, f"Run {run_id} is {run.status}; cancel it before deleting it.")

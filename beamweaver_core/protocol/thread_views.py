@@ -102,6 +102,7 @@ def delete(request: HttpRequest, user: Any, thread_id: str) -> None:
 
 def copy(request: HttpRequest, user: Any, thread_id: str) -> dict[str, Any]:
     new_id = str(uuid.uuid4())
+    _not_running(lookup.thread(user, thread_id))  # at once, without waiting on its lock
     with transaction.atomic():
         # Checked under the thread's lock, which the pause that asks a question holds while
         # it writes the question's review items: a question that would hide the thread
@@ -110,12 +111,7 @@ def copy(request: HttpRequest, user: Any, thread_id: str) -> dict[str, Any]:
         refusal = access().copy_refusal(thread)
         if refusal is not None:
             raise ProtocolError(409, refusal)
-        if Run.objects.filter(thread=thread, status=Run.Status.RUNNING).exists():
-            # Its run writes its checkpoints as it goes, a question's before the pause
-            # writes the items that may hide it: a copy now could keep what they hide.
-            raise ProtocolError(
-                409, f"Thread {thread_id!r} has a running run; copy it once the run stops."
-            )
+        _not_running(thread)
         status = Thread.Status.IDLE if thread.status == Thread.Status.RUNNING else thread.status
         copied = Thread.objects.create(
             id=new_id, graph=thread.graph, status=status, metadata=dict(thread.metadata or {})
@@ -128,6 +124,16 @@ def copy(request: HttpRequest, user: Any, thread_id: str) -> dict[str, Any]:
                     [new_id, thread.id],
                 )
     return shown(copied)
+
+
+def _not_running(thread: Thread) -> None:
+    """409 while a run of the thread runs: it writes its checkpoints as it goes, a
+    question's before the pause writes the items that may hide the thread, so a copy then
+    could keep what they hide."""
+    if Run.objects.filter(thread=thread, status=Run.Status.RUNNING).exists():
+        raise ProtocolError(
+            409, f"Thread {thread.id!r} has a running run; copy it once the run stops."
+        )
 
 
 def _filtered(user: Any, body: Mapping[str, Any]) -> QuerySet[Thread]:
