@@ -27,8 +27,10 @@ REFUSED_STATUS = {"invalid": 422, "busy": 409}
 def fork_view(request: AuthedRequest, thread_id: str, checkpoint_id: str) -> HttpResponse:
     """Replay the thread from `checkpoint_id`, or fork it there with edited values."""
     thread = get_object_or_404(visible_threads(request.user), id=thread_id)
-    if not forking.may_fork(request.user):
-        return render(request, "reviews/fork_forbidden.html", {"thread": thread}, status=403)
+    refusal = forking.fork_refusal(request.user, thread)
+    if refusal is not None:
+        context = {"thread": thread, "reason": refusal}
+        return render(request, "reviews/fork_forbidden.html", context, status=403)
     if not thread.graph:
         raise Http404("The thread has no graph.")
     graph = registry.compiled_graph(thread.graph, PostgresCheckpointer())

@@ -3,8 +3,9 @@ checkpoints, and the audited fork (`beamweaver_core.runtime.forks` makes the run
 
 The form has one JSON field per state key of the graph, filled with the checkpoint's
 (redacted) values; only the keys whose text changed are written, as `update_state(...,
-as_node=...)` would write them. Who may: a reviewer who sees the thread and holds
-`beamweaver_core.fork_thread`.
+as_node=...)` would write them. Who may: a reviewer who sees the thread, holds
+`beamweaver_core.fork_thread`, and may change the thread (`reviews.thread_rights`: the
+rule of who may cancel its run, which `/lg` applies to state updates too).
 """
 
 from __future__ import annotations
@@ -26,14 +27,24 @@ from reviews import payloads
 from reviews.forms import choice_field
 from reviews.models import AuditEvent
 from reviews.permissions import can_review
+from reviews.thread_rights import change_refusal
 
 REPLAY = "replay"
 FORK = "fork"
 
 
-def may_fork(user: User) -> bool:
-    """Whether `user` may replay or fork threads they see."""
-    return can_review(user) and user.has_perm(FORK_PERMISSION)
+NEEDS_PERMISSION = (
+    "Time travel needs the permission “Can replay or fork a thread from a past checkpoint”: "
+    "ask an administrator for it."
+)
+
+
+def fork_refusal(user: User, thread: Thread) -> str | None:
+    """Why `user`, who sees `thread`, may not replay or fork it (`None`: they may)."""
+    if not (can_review(user) and user.has_perm(FORK_PERMISSION)):
+        return NEEDS_PERMISSION
+    refusal = change_refusal(user, thread)
+    return refusal.message if refusal is not None else None
 
 
 def state_keys(thread: Thread, values: Mapping[str, Any]) -> list[str]:
@@ -169,4 +180,4 @@ def fork_thread(user: User, thread: Thread, cleaned: Mapping[str, Any]) -> ForkO
     return ForkOutcome("accepted", f"{action}: run {str(made.run.id)[:8]} is queued.", made.run)
 
 
-__all__ = ["FORK", "REPLAY", "ForkForm", "ForkOutcome", "fork_thread", "may_fork", "state_keys"]
+__all__ = ["FORK", "REPLAY", "ForkForm", "ForkOutcome", "fork_refusal", "fork_thread", "state_keys"]

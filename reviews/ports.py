@@ -21,6 +21,7 @@ from reviews.cancelling import cancel_refusal
 from reviews.models import ApiToken, Decision, ReviewItem
 from reviews.permissions import can_review, hidden_from_some, visible_threads
 from reviews.services import DecisionRequest, decide
+from reviews.thread_rights import change_refusal
 from reviews.token_check import live_token
 
 
@@ -44,6 +45,10 @@ class ReviewsAccess:
 
     def cancel_refusal(self, user: User, run: Run) -> str | None:
         refusal = cancel_refusal(user, run)
+        return refusal.message if refusal is not None else None
+
+    def change_refusal(self, user: User, thread: Thread) -> str | None:
+        refusal = change_refusal(user, thread)
         return refusal.message if refusal is not None else None
 
     def copy_refusal(self, thread: Thread) -> str | None:

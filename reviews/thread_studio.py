@@ -63,7 +63,7 @@ class ThreadStudio:
 
     @cached_property
     def may_fork(self) -> bool:
-        return forking.may_fork(self.user)
+        return forking.fork_refusal(self.user, self.thread) is None
 
     @cached_property
     def pending(self) -> list[Waiting]:

@@ -252,6 +252,10 @@ def _start(
     own_thread: str | None,
 ) -> Run:
     stateless = thread_id is None
+    if thread is not None:
+        # New work on a thread is its owners' to start, as changing it is (a run that
+        # answers a question is a decision instead, `_answer`).
+        lookup.may_change(user, thread)
     target = thread.id if thread is not None else (thread_id or own_thread or str(uuid.uuid4()))
     if body.get("input") is None and thread is None:
         raise ProtocolError(422, "A new thread needs input to start from.")

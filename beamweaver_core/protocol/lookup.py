@@ -1,5 +1,6 @@
-"""Finding what a caller addresses: their threads (404 for hidden and unknown alike),
-a thread's graph (with the breakpoints its latest run was given) and its state."""
+"""Finding what a caller addresses: their threads (404 for hidden and unknown alike; 403
+for a visible thread they may not change), a thread's graph (with the breakpoints its
+latest run was given) and its state."""
 
 from __future__ import annotations
 
@@ -32,6 +33,34 @@ def thread(user: Any, thread_id: str) -> Thread:
     found = threads(user).filter(id=thread_id).first()
     if found is None:
         raise not_found(f"Thread {thread_id!r}")
+    return found
+
+
+def locked(user: Any, thread_id: str) -> Thread:
+    """The thread, its row locked until the caller's transaction ends, if `user` may see
+    it; 404 otherwise. Locked first, then checked: what hides a thread (the review items of
+    a question, written in the transaction that records the run's pause, which updates the
+    thread's row) waits for the lock or is seen, so the check holds until the caller
+    commits."""
+    found = Thread.objects.select_for_update().filter(id=thread_id).first()
+    if found is None or not threads(user).filter(id=thread_id).exists():
+        raise not_found(f"Thread {thread_id!r}")
+    return found
+
+
+def may_change(user: Any, thread: Thread) -> None:
+    """403 unless `user`, who sees `thread`, may change it: the access policy's
+    `change_refusal`, the rule of who may cancel its run."""
+    refusal = access().change_refusal(user, thread)
+    if refusal is not None:
+        raise ProtocolError(403, refusal)
+
+
+def changeable(user: Any, thread_id: str) -> Thread:
+    """The thread locked (`locked`), if `user` may see it (404) and change it (403,
+    `may_change`)."""
+    found = locked(user, thread_id)
+    may_change(user, found)
     return found
 
 
@@ -117,7 +146,10 @@ def busy(thread: Thread) -> bool:
 __all__ = [
     "ACTIVE",
     "busy",
+    "changeable",
     "graph",
+    "locked",
+    "may_change",
     "require_graph",
     "run",
     "snapshot",

@@ -88,6 +88,9 @@ def get(request: HttpRequest, user: Any, thread_id: str, run_id: str) -> dict[st
 
 def delete(request: HttpRequest, user: Any, thread_id: str, run_id: str) -> None:
     run = lookup.run(user, thread_id, run_id)
+    # Not under the thread's lock: a running run's worker may hold it for a step, and the
+    # run's own lock below serialises the delete with what the run does.
+    lookup.may_change(user, run.thread)
     with transaction.atomic():
         run = Run.objects.select_for_update().get(id=run.id)
         if run.status in lookup.ACTIVE:

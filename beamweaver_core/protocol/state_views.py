@@ -7,6 +7,7 @@ import itertools
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from django.db import transaction
 from django.http import HttpRequest
 
 from beamweaver_core.exceptions import ThreadBusyError
@@ -62,30 +63,32 @@ def at_checkpoint(request: HttpRequest, user: Any, thread_id: str) -> dict[str, 
 
 def update(request: HttpRequest, user: Any, thread_id: str) -> dict[str, Any]:
     body = json_body(request, "ThreadStateUpdate")
-    thread = lookup.thread(user, thread_id)
-    graph = lookup.require_graph(thread)
     checkpoint_id = (body.get("checkpoint") or {}).get("checkpoint_id") or body.get("checkpoint_id")
-    try:
-        values = input_values(body["values"]) if body.get("values") else None
-    except ValueError as exc:
-        raise ProtocolError(422, f"Invalid values: {exc}") from None
-    try:
-        written = forks.update_state(
-            graph,
-            thread.id,
-            values,
-            as_node=body.get("as_node"),
-            checkpoint_id=checkpoint_id,
-            user=user,
-        )
-    except ThreadBusyError:
-        raise ProtocolError(
-            409, f"Thread {thread_id!r} has an active run; update its state once it ends."
-        ) from None
-    except forks.QuestionPendingError as exc:
-        raise ProtocolError(409, str(exc)) from None
-    except TypeError as exc:
-        raise ProtocolError(422, f"Invalid values: {exc}") from None
+    with transaction.atomic():
+        # The thread's lock from the check to the write (`forks.update_state` takes it too).
+        thread = lookup.changeable(user, thread_id)
+        graph = lookup.require_graph(thread)
+        try:
+            values = input_values(body["values"]) if body.get("values") else None
+        except ValueError as exc:
+            raise ProtocolError(422, f"Invalid values: {exc}") from None
+        try:
+            written = forks.update_state(
+                graph,
+                thread.id,
+                values,
+                as_node=body.get("as_node"),
+                checkpoint_id=checkpoint_id,
+                user=user,
+            )
+        except ThreadBusyError:
+            raise ProtocolError(
+                409, f"Thread {thread_id!r} has an active run; update its state once it ends."
+            ) from None
+        except forks.QuestionPendingError as exc:
+            raise ProtocolError(409, str(exc)) from None
+        except TypeError as exc:
+            raise ProtocolError(422, f"Invalid values: {exc}") from None
     return {"checkpoint": representations.checkpoint(written)}
 
 

@@ -75,18 +75,16 @@ def get(request: HttpRequest, user: Any, thread_id: str) -> dict[str, Any]:
 
 def patch(request: HttpRequest, user: Any, thread_id: str) -> dict[str, Any]:
     body = json_body(request, "ThreadPatch")
-    thread = lookup.thread(user, thread_id)
     with transaction.atomic():
-        locked = Thread.objects.select_for_update().get(id=thread.id)
+        locked = lookup.changeable(user, thread_id)
         locked.metadata = {**(locked.metadata or {}), **body["metadata"]}
         locked.save(update_fields=["metadata", "updated_at"])
     return shown(locked)
 
 
 def delete(request: HttpRequest, user: Any, thread_id: str) -> None:
-    thread = lookup.thread(user, thread_id)
     with transaction.atomic():
-        Thread.objects.select_for_update().filter(id=thread.id).first()
+        thread = lookup.changeable(user, thread_id)
         if lookup.busy(thread):
             raise ProtocolError(
                 409,
@@ -103,12 +101,17 @@ def delete(request: HttpRequest, user: Any, thread_id: str) -> None:
 
 
 def copy(request: HttpRequest, user: Any, thread_id: str) -> dict[str, Any]:
-    thread = lookup.thread(user, thread_id)
-    refusal = access().copy_refusal(thread)
-    if refusal is not None:
-        raise ProtocolError(409, refusal)
     new_id = str(uuid.uuid4())
+    _not_running(lookup.thread(user, thread_id))  # at once, without waiting on its lock
     with transaction.atomic():
+        # Checked under the thread's lock, which the pause that asks a question holds while
+        # it writes the question's review items: a question that would hide the thread
+        # from some reviewers is either seen here or asked after the copy.
+        thread = lookup.locked(user, thread_id)
+        refusal = access().copy_refusal(thread)
+        if refusal is not None:
+            raise ProtocolError(409, refusal)
+        _not_running(thread)
         status = Thread.Status.IDLE if thread.status == Thread.Status.RUNNING else thread.status
         copied = Thread.objects.create(
             id=new_id, graph=thread.graph, status=status, metadata=dict(thread.metadata or {})
@@ -121,6 +124,16 @@ def copy(request: HttpRequest, user: Any, thread_id: str) -> dict[str, Any]:
                     [new_id, thread.id],
                 )
     return shown(copied)
+
+
+def _not_running(thread: Thread) -> None:
+    """409 while a run of the thread runs: it writes its checkpoints as it goes, a
+    question's before the pause writes the items that may hide the thread, so a copy then
+    could keep what they hide."""
+    if Run.objects.filter(thread=thread, status=Run.Status.RUNNING).exists():
+        raise ProtocolError(
+            409, f"Thread {thread.id!r} has a running run; copy it once the run stops."
+        )
 
 
 def _filtered(user: Any, body: Mapping[str, Any]) -> QuerySet[Thread]:

@@ -27,7 +27,8 @@ class AccessPolicy(Protocol):
         its user may not use the API)."""
 
     def visible_threads(self, user: User) -> QuerySet[Thread]:
-        """The threads `user` may see (and so address: read, run, answer, delete)."""
+        """The threads `user` may see (and so address: read, answer; changing one is
+        `change_refusal`'s to allow)."""
 
     def may_start(self, user: User, graph: str) -> bool:
         """Whether `user` may start runs of the registered graph `graph`."""
@@ -35,6 +36,11 @@ class AccessPolicy(Protocol):
     def cancel_refusal(self, user: User, run: Run) -> str | None:
         """Why `user` may not cancel `run` (it also cancels the thread's pending reviews),
         or `None` if they may; the caller has checked that `user` sees its thread."""
+
+    def change_refusal(self, user: User, thread: Thread) -> str | None:
+        """Why `user` may not change `thread` (its metadata or state, its runs' records,
+        the thread itself, or its work: a new run on it), or `None` if they may; the
+        caller has checked that `user` sees it. The same rule as `cancel_refusal`."""
 
     def copy_refusal(self, thread: Thread) -> str | None:
         """Why `thread` may not be copied, or `None` if it may: what a user sees of a

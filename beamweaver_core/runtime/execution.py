@@ -168,6 +168,9 @@ def _record(
             raise _LostRun
         with connections[using].cursor() as cursor:
             recorder.store(cursor)
+        # First the thread's row (its lock until the commit): a check made under that
+        # lock (a copy's, a change's) sees the review items the pause writes next, which
+        # may hide the thread, or runs before them.
         Thread.objects.using(using).filter(id=claim.thread_id).update(
             status=thread_status, updated_at=timezone.now()
         )

@@ -23,8 +23,9 @@ groups (what they may see), in one statement (`reviews.token_check`)."""
 THREAD_CREATE = 5
 """The caller; whether the thread exists; the insert (BEGIN, COMMIT). A thread just
 created has no runs to read for its status."""
-RUN_START = 12
-"""The caller; the visible thread; whether it is busy; the thread's upsert, its queued
+RUN_START = 13
+"""The caller; the visible thread; its latest run (whether the caller may start work on
+it: none here); whether it is busy; the thread's upsert, its queued
 runs, the run and its protocol record, in one transaction (BEGIN, savepoint, COMMIT).
 The answer shows the record just stored, without reading it again."""
 RUN_RESUME = 28

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from django.contrib.auth.models import Permission, User
 from django.test import Client
 
 from beamweaver_core.models import Run, Thread
@@ -87,8 +88,13 @@ def test_runs_are_cancelled_all_or_none() -> None:
 
 @pytest.mark.parametrize("strategy", ["interrupt", "rollback"])
 def test_a_multitask_strategy_stops_all_the_active_runs_or_none(strategy: str) -> None:
-    """Bob's run, then Alice's waiting behind it: Bob may not stop hers, so not his either."""
+    """Bob's run, then Alice's waiting behind it (she may cancel any run, so she may add
+    work to his thread): Bob may not stop hers, so not his either (his new run is refused
+    by the rule of who may change the thread, the same rule)."""
     alice, bob = client_of("alice"), client_of("bob")
+    User.objects.get(username="alice").user_permissions.add(
+        Permission.objects.get(codename="cancel_run")
+    )
     thread, bobs = _queued(bob)
     alices = post(alice, f"/threads/{thread}/runs", {"assistant_id": "linear", "input": {}})
     new = {"assistant_id": "linear", "input": {"log": [1]}, "multitask_strategy": strategy}

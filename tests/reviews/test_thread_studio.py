@@ -28,8 +28,8 @@ def forker(name: str) -> User:
     return User.objects.get(pk=user.pk)
 
 
-def finished_steps(thread_id: str) -> list[Any]:
-    service.start_run("steps", {"log": []}, thread_id=thread_id)
+def finished_steps(thread_id: str, user: User | None = None) -> list[Any]:
+    service.start_run("steps", {"log": []}, thread_id=thread_id, user=user)
     assert run_next().status == "succeeded"
     graph = registry.compiled_graph("steps", PostgresCheckpointer())
     return list(graph.get_state_history({"configurable": {"thread_id": thread_id}}))
@@ -107,9 +107,34 @@ def test_forking_needs_the_permission(alice: User) -> None:
     assert not AuditEvent.objects.filter(action="forked").exists()
 
 
+def test_forking_someone_elses_thread_follows_the_rule_of_who_may_change_it(db: Any) -> None:
+    """As over `/lg` (`reviews.thread_rights`): the permission lets its holder time travel
+    on threads they may change (they started its work, or may cancel any run), not on
+    every thread they see."""
+    alice, carol = make_reviewer("alice"), forker("carol")
+    snapshots = finished_steps("studio-5", alice)
+    at = checkpoint_id(snapshots[3])
+    client = client_for(carol)
+
+    page = client.get(f"/fork/{at}/studio-5/")
+    post = client.post(f"/fork/{at}/studio-5/", {"checkpoint_id": at, "mode": "replay"})
+    thread_page = client.get("/threads/studio-5/").content.decode()
+
+    assert page.status_code == post.status_code == 403
+    assert "You may not change this thread" in page.content.decode()
+    assert Run.objects.filter(thread_id="studio-5").count() == 1
+    assert not AuditEvent.objects.filter(action="forked").exists()
+    assert "Replay from here" not in thread_page[thread_page.index('id="thread-history"') :]
+    carol.user_permissions.add(Permission.objects.get(codename="cancel_run"))
+    operator = client_for(User.objects.get(pk=carol.pk))
+    replayed = operator.post(f"/fork/{at}/studio-5/", {"checkpoint_id": at, "mode": "replay"})
+    assert replayed.status_code == 302
+    assert Run.objects.filter(thread_id="studio-5").count() == 2
+
+
 def test_a_fork_with_an_edited_value_is_audited_and_runs_as_a_branch(db: Any) -> None:
     carol = forker("carol")
-    snapshots = finished_steps("studio-3")
+    snapshots = finished_steps("studio-3", carol)
     at = checkpoint_id(next(s for s in snapshots if s.values.get("log") == [0, 1, 2]))
     client = client_for(carol)
     form = client.get(f"/fork/{at}/studio-3/").content.decode()
@@ -152,7 +177,7 @@ def test_a_fork_with_an_edited_value_is_audited_and_runs_as_a_branch(db: Any) ->
 
 def test_a_replay_from_the_timeline_is_a_new_run(db: Any) -> None:
     carol = forker("carol")
-    snapshots = finished_steps("studio-4")
+    snapshots = finished_steps("studio-4", carol)
     at = checkpoint_id(snapshots[2])
 
     response = client_for(carol).post(
