@@ -74,6 +74,9 @@ class DecisionRequest:
     reported together with the validator's problems if nothing else refuses first.
     `note` is the reviewer's private note (kept for the audit, never sent to the run);
     `reason` a preset rejection reason code (`reviews.reasons`).
+    `minted_id`: the caller made `client_decision_id` up for this request alone (the
+    protocol's answers, `lg-<uuid4>`), so it names no earlier decision or approval to
+    replay and none is looked up (the unique constraints still stand behind it).
     """
 
     item_id: int | str | None
@@ -86,6 +89,7 @@ class DecisionRequest:
     source: str = Decision.Source.WEB
     note: str = ""
     reason: str = ""
+    minted_id: bool = False
 
 
 @dataclass(frozen=True)

@@ -94,6 +94,7 @@ class ReviewsAnswers:
                         answer=answer,
                         interrupt_id=interrupt_id,
                         source=Decision.Source.API,
+                        minted_id=True,
                     )
                 )
                 if outcome.code == APPROVAL_RECORDED:

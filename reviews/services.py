@@ -32,8 +32,9 @@ and the middleware refuses a call that no longer matches it. The reviewer's priv
 is stored with the decision and the audit event, never in the resume value; a preset
 rejection reason fills the message of rejects that have none. Re-sending the same client
 decision id with the same answer returns the first outcome again (`replayed=True`, its code
-read from the stored decision). Every
-refusal is appended to the audit log as well.
+read from the stored decision); an id the caller minted for the request alone
+(`DecisionRequest.minted_id`) is not looked up. Every refusal is appended to the audit
+log as well.
 """
 
 from __future__ import annotations
@@ -110,14 +111,10 @@ def _decide(request: DecisionRequest) -> DecisionOutcome:
         raise _RunChanged
     body_json = answers.body_json(request.answer)
 
-    replay = _replayed_approval(request, item, body_json)
+    replay = None if request.minted_id else _replayed_approval(request, item, body_json)
     if replay is not None:
         return replay
-    prior = (
-        Decision.objects.filter(user=request.user, client_decision_id=request.client_decision_id)
-        .select_related("item", "user")
-        .first()
-    )
+    prior = None if request.minted_id else _prior_decision(request)
     if prior is not None:
         if prior.item_id == item.pk and prior.body_json == body_json:
             return DecisionOutcome(
@@ -206,6 +203,16 @@ def _decide(request: DecisionRequest) -> DecisionOutcome:
             return _vote_recorded(request, item, approvals)
         summary = f"{summary} ({len(approvals)} of {item.required_approvals} approvals)"
     return _accept(request, item, answer=answer, body_json=body_json, diff=diff, summary=summary)
+
+
+def _prior_decision(request: DecisionRequest) -> Decision | None:
+    """The user's decision under the request's client decision id, if any."""
+    prior: Decision | None = (
+        Decision.objects.filter(user=request.user, client_decision_id=request.client_decision_id)
+        .select_related("item", "user")
+        .first()
+    )
+    return prior
 
 
 def _replayed_approval(

@@ -144,8 +144,9 @@ def _graph(user: Any, ident: str) -> str:
 
 
 def _thread(user: Any, thread_id: str, body: Mapping[str, Any]) -> Thread | None:
-    """The visible thread; `None` for one `if_not_exists="create"` will create."""
-    found = lookup.threads(user).filter(id=thread_id).first()
+    """The visible thread, read with whether it is busy (`lookup.with_busy`: a resume and
+    a multitask strategy ask); `None` for one `if_not_exists="create"` will create."""
+    found = lookup.with_busy(lookup.threads(user).filter(id=thread_id)).first()
     if found is not None:
         return found
     if body.get("if_not_exists") != "create" or Thread.objects.filter(id=thread_id).exists():
@@ -289,10 +290,6 @@ def _start(
                 options=options,
                 enqueue=strategy == "enqueue",
             )
-            if thread is not None and not all(k in (thread.metadata or {}) for k in metadata):
-                Thread.objects.filter(id=target).update(
-                    metadata={**metadata, **(thread.metadata or {})}
-                )
             ProtocolRun.objects.create(
                 run=run, **_record(graph, body, webhook, stateless=stateless)
             )

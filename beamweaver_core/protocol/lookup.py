@@ -7,7 +7,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from django.db.models import QuerySet
+from django.db.models import Exists, OuterRef, QuerySet
 
 from beamweaver_core.checkpoint.postgres import PostgresCheckpointer
 from beamweaver_core.exceptions import CheckpointNotFoundError
@@ -139,8 +139,22 @@ def snapshot(
 
 
 def busy(thread: Thread) -> bool:
-    """Whether a run of the thread is waiting, queued or running."""
+    """Whether a run of the thread is waiting, queued or running (read with the thread by
+    `with_busy`, asked here otherwise)."""
+    known = getattr(thread, BUSY, None)
+    if known is not None:
+        return bool(known)
     return Run.objects.filter(thread=thread, status__in=ACTIVE).exists()
+
+
+BUSY = "bw_busy"
+"""The annotation `with_busy` adds."""
+
+
+def with_busy(found: QuerySet[Thread]) -> QuerySet[Thread]:
+    """`found`, each thread read with whether it is busy (`busy` then asks nothing)."""
+    active = Run.objects.filter(thread=OuterRef("pk"), status__in=ACTIVE)
+    return found.annotate(**{BUSY: Exists(active)})
 
 
 __all__ = [
@@ -156,4 +170,5 @@ __all__ = [
     "thread",
     "thread_again",
     "threads",
+    "with_busy",
 ]

@@ -64,15 +64,21 @@ def start_run(
     `context` (a JSON object) is the graph's `runtime.context`, kept with the run and
     reused by the thread's resumes; with a `user`, it also carries the requester's
     `user_id` and `username` (taken from `user`, replacing keys of those names).
+    `metadata` is a new thread's; an existing thread gains the keys it lacks (its own
+    keep their values).
     `options` say how to run (`beamweaver_core.runtime.options`). A thread takes one queued
     run at a time: another is refused (`ThreadBusyError`), unless `enqueue`, which makes it
-    wait (`Run.Status.WAITING`) until the runs before it have run."""
+    wait (`Run.Status.WAITING`) until the runs before it have run.
+
+    Inside a caller's transaction it opens no savepoint (one statement fewer each way):
+    an error it raises leaves that transaction to be rolled back, so a caller that means
+    to go on after catching one opens its own savepoint around the call."""
     payload, options_payload, context_payload = _start_payloads(
         graph, input, user, context, options
     )
     thread_id = thread_ids.check(thread_id) if thread_id else uuid.uuid4().hex
     metadata_json = json.dumps(dict(metadata or {}), ensure_ascii=False)
-    with _busy(thread_id), transaction.atomic():
+    with _busy(thread_id), transaction.atomic(savepoint=False):
         with connection.cursor() as cursor:
             cursor.execute(_LOCK_THREAD, [thread_id, graph, metadata_json])
             owner, created = cursor.fetchone()
@@ -136,15 +142,18 @@ def _start_payloads(
     return payload, options_payload, run_context(context, user)
 
 
-# Create the thread or lock the existing one (the no-op update takes its row lock, as
-# SELECT ... FOR UPDATE would), giving a thread without a graph this one, in one
-# statement; returns the thread's graph and whether the thread is new (then no run of it
-# can be queued).
+# Create the thread or lock the existing one (the update takes its row lock, as
+# SELECT ... FOR UPDATE would), giving a thread without a graph this one and the metadata
+# keys it lacks (its own keep their values), in one statement; returns the thread's graph
+# and whether the thread is new (then no run of it can be queued).
 _LOCK_THREAD = """
 INSERT INTO bw_thread (id, graph, status, metadata, created_at, updated_at)
 VALUES (%s, %s, 'idle', %s::jsonb, now(), now())
 ON CONFLICT (id) DO UPDATE
    SET graph = CASE WHEN bw_thread.graph = '' THEN EXCLUDED.graph ELSE bw_thread.graph END,
+       metadata = CASE WHEN jsonb_typeof(bw_thread.metadata) = 'object'
+                       THEN EXCLUDED.metadata || bw_thread.metadata
+                       ELSE bw_thread.metadata END,
        updated_at = CASE WHEN bw_thread.graph = '' THEN now() ELSE bw_thread.updated_at END
 RETURNING graph, (xmax = 0) AS created
 """
@@ -167,10 +176,14 @@ def resume_thread(
     `checkpoint_id`, `goto` and `update` (so a breakpoint it paused at is still the one
     answered). A queued resume has one context: answers
     join it without a context or with that same one, and a different one is refused
-    (`ThreadBusyError`) rather than dropped."""
+    (`ThreadBusyError`) rather than dropped.
+
+    Inside a caller's transaction it opens no savepoint, as `start_run`: an error it
+    raises leaves that transaction to be rolled back (the decision service calls it
+    inside a savepoint of its own, which turns a refused resume into a `busy` outcome)."""
     payload = None if answers is None else _jsonable(dict(answers), "answers")
     new_context = None if context is None else run_context(context)
-    with _busy(thread_id), transaction.atomic():
+    with _busy(thread_id), transaction.atomic(savepoint=False):
         thread = Thread.objects.select_for_update().filter(id=thread_id).first()
         if thread is None:
             raise LookupError(f"Thread {thread_id!r} does not exist.")

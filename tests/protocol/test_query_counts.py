@@ -10,6 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from tests.protocol.conftest import client_of, post
 from tests.reviews.conftest import run_next
@@ -23,19 +25,21 @@ groups (what they may see), in one statement (`reviews.token_check`)."""
 THREAD_CREATE = 5
 """The caller; whether the thread exists; the insert (BEGIN, COMMIT). A thread just
 created has no runs to read for its status."""
-RUN_START = 13
-"""The caller; the visible thread; its latest run (whether the caller may start work on
-it: none here); whether it is busy; the thread's upsert, its queued
-runs, the run and its protocol record, in one transaction (BEGIN, savepoint, COMMIT).
-The answer shows the record just stored, without reading it again."""
-RUN_RESUME = 28
-"""The caller; the visible thread, its latest run's options (the graph's breakpoints),
-whether it is busy; then one transaction: the decision service (the item, who may decide
-it, the run, the locked item, approvals, decisions, the resume run, the decision naming
-it in one insert, the item's status, the audit row, the DECIDED notification's audience)
-and the resume run's protocol record; the record again for the answer (an earlier
-answer's may stand). The answer service opens no savepoint of its own, and the resume run
-comes back from the decision service rather than being read again."""
+RUN_START = 9
+"""The caller; the visible thread with whether it is busy (one statement); its latest run
+(whether the caller may start work on it: none here); the thread's
+upsert (which adds the assistant's metadata keys it lacks), its queued runs, the run and
+its protocol record, in one transaction (BEGIN, COMMIT; `start_run` opens no savepoint in
+the caller's). The answer shows the record just stored, without reading it again."""
+RUN_RESUME = 23
+"""The caller; the visible thread with whether it is busy, its latest run's options (the
+graph's breakpoints); then one transaction: the decision service (the item, who may
+decide it, the run, the locked item, the resume run, the decision naming it in one
+insert, the item's status, the audit row, the DECIDED notification's audience; no
+replayed decision or approval is looked up for the answer's own new id) and the resume
+run's protocol record. The answer service and `resume_thread` open no savepoint of their
+own (the decision service's two stay), and the resume run comes back from the decision
+service rather than being read again."""
 JOIN = 8
 """The caller; the visible thread and the run; the run again (stopped); the caller and
 the visible thread again (the thread may have hidden from them meanwhile); the thread and
@@ -69,3 +73,37 @@ def test_a_protocol_hitl_round_trip_costs_a_bounded_number_of_statements(counted
     with at_most(JOIN):
         done = client.get(f"/lg/threads/{thread}/runs/{resumed['run_id']}/join").json()
     assert done == {"answer": "yes", "log": ["finish"]}
+
+
+ROUND_TRIP = 88
+"""Every statement of one durable HITL round trip as a server serves it: the requests
+above (create, start, join, resume, join; the start reads the thread's latest run, to
+know whether the caller may start work on it) and the worker's two runs (`run_next`: the
+claim with the thread's head, the fenced steps, the outcome's transaction with the pause's
+review item, audit row and notification audience, or the end's pending items), BEGIN and
+COMMIT included; the checkpointer's own statements are not in Django's log, its commits
+are."""
+ROUND_TRIP_COMMITS = 10
+"""The round trip's commits: the thread; the start; each run's claim, its steps (one
+each: the pause, the resume and the last node) and its outcome; the decision with its
+resume run."""
+
+
+def test_a_durable_hitl_round_trip_with_its_worker_costs_a_bounded_number_of_statements(
+    counted: Any,
+) -> None:
+    client, _ = counted
+    with CaptureQueriesContext(connection) as queries:
+        thread = post(client, "/threads", {})["thread_id"]
+        started = post(client, f"/threads/{thread}/runs", {"assistant_id": "ask", "input": {}})
+        run_next()
+        client.get(f"/lg/threads/{thread}/runs/{started['run_id']}/join").json()
+        resumed = post(
+            client, f"/threads/{thread}/runs", {"assistant_id": "ask", "command": {"resume": "yes"}}
+        )
+        run_next()
+        done = client.get(f"/lg/threads/{thread}/runs/{resumed['run_id']}/join").json()
+    assert done == {"answer": "yes", "log": ["finish"]}
+    statements = [q["sql"] for q in queries.captured_queries]
+    commits = sum(1 for sql in statements if sql.strip().upper() == "COMMIT")
+    assert (len(statements), commits) <= (ROUND_TRIP, ROUND_TRIP_COMMITS)

@@ -228,6 +228,14 @@ def test_a_thread_without_a_graph_takes_the_run_s_and_keeps_it() -> None:
     assert Run.objects.filter(thread_id="graphless").count() == 1
 
 
+def test_a_start_on_an_existing_thread_adds_the_metadata_keys_it_lacks_and_keeps_its_own() -> None:
+    Thread.objects.create(id="known", graph="approval", metadata={"team": "ops"})
+    service.start_run(
+        "approval", {}, thread_id="known", metadata={"team": "sales", "graph_id": "approval"}
+    )
+    assert Thread.objects.get(id="known").metadata == {"team": "ops", "graph_id": "approval"}
+
+
 def test_two_workers_racing_claim_each_run_once() -> None:
     rounds = 40
     for i in range(rounds):
