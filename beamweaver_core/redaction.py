@@ -28,6 +28,9 @@ field is content the reviewer must read). So everything that decides what a call
 is shown; what is withheld is listed by `withheld()` and the inbox says so, and a
 reviewer with the `reviews.reveal_secrets` permission can reveal it (audited).
 
+The credential patterns run on RE2, in time linear in the text (they are applied to whole
+tool arguments and model output).
+
 In URLs (access logs, log lines) the value of a query parameter with a secret name
 (`?token=...`, `?api_key=...`) is withheld too (`redact_url`, `RedactingLogFilter`). In log
 lines (`redact_log_text`) so are the value of a header, or of a quoted key, with a
@@ -43,6 +46,8 @@ import logging
 import re
 from collections.abc import Mapping
 from typing import Any
+
+import re2
 
 REDACTED = "[redacted]"
 
@@ -73,17 +78,31 @@ SECRET_PAIRS = frozenset(
 )
 MAX_CREDENTIAL_CHARS = 4096
 
-_SECRET_VALUE = re.compile(
-    r"(sk-(?:proj-|ant-)?[A-Za-z0-9_\-]{16,}"  # OpenAI / Anthropic keys
-    r"|[sr]k_live_[A-Za-z0-9]{16,}"  # Stripe secret and restricted keys
-    r"|gh[pousr]_[A-Za-z0-9]{30,}"  # GitHub tokens
-    r"|xox[abpr]-[A-Za-z0-9\-]{10,}"  # Slack tokens
-    r"|AKIA[0-9A-Z]{16}"  # AWS access key ids
-    r"|AIza[0-9A-Za-z_\-]{35}"  # Google API keys
-    r"|bw_[0-9a-f]{8}_[A-Za-z0-9_\-]{20,}"  # BeamWeaver API tokens (reviews.models.tokens)
-    r"|eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}"  # JWTs
-    r"|-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)"
-    r"|(?i:bearer)\s+[A-Za-z0-9._\-]{16,})"
+
+def _latin1() -> Any:
+    options = re2.Options()
+    options.encoding = re2.Options.Encoding.LATIN1
+    return options
+
+
+# Run on RE2, whose matching time is linear: this pattern is applied to whole tool
+# arguments, model output and reviewer text, and on Python's `re` its JWT branch rescanned
+# a run of base64 characters from every `eyJ` in it (quadratic: 120 KB of `eyJeyJ...` in
+# a tool argument kept a request for its review item busy for most of a minute). It is
+# all ASCII, so it runs on the text's UTF-8 bytes read as Latin-1: every byte is a
+# character, and text no codec accepts (a lone surrogate) is matched all the same.
+_SECRET_VALUE = re2.compile(
+    rb"(sk-(?:proj-|ant-)?[A-Za-z0-9_\-]{16,}"  # OpenAI / Anthropic keys
+    rb"|[sr]k_live_[A-Za-z0-9]{16,}"  # Stripe secret and restricted keys
+    rb"|gh[pousr]_[A-Za-z0-9]{30,}"  # GitHub tokens
+    rb"|xox[abpr]-[A-Za-z0-9\-]{10,}"  # Slack tokens
+    rb"|AKIA[0-9A-Z]{16}"  # AWS access key ids
+    rb"|AIza[0-9A-Za-z_\-]{35}"  # Google API keys
+    rb"|bw_[0-9a-f]{8}_[A-Za-z0-9_\-]{20,}"  # BeamWeaver API tokens (reviews.models.tokens)
+    rb"|eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}"  # JWTs
+    rb"|-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)"
+    rb"|(?i:bearer)\s+[A-Za-z0-9._\-]{16,})",
+    _latin1(),
 )
 _CREDENTIAL = re.compile(
     rf"(?:(?i:bearer|basic|token|bot|digest) )?[!-~]{{1,{MAX_CREDENTIAL_CHARS}}}"
@@ -111,7 +130,12 @@ def is_credential(value: Any) -> bool:
 
 def redact_text(text: str) -> str:
     """Replace credential-shaped substrings of `text`."""
-    return _SECRET_VALUE.sub(REDACTED, text)
+    cleaned: bytes = _SECRET_VALUE.sub(REDACTED.encode(), text.encode("utf-8", "surrogatepass"))
+    return cleaned.decode("utf-8", "surrogatepass")
+
+
+def _has_secret(text: str) -> bool:
+    return _SECRET_VALUE.search(text.encode("utf-8", "surrogatepass")) is not None
 
 
 def _withholds(key: Any, value: Any) -> bool:
@@ -142,7 +166,7 @@ def withheld(value: Any, path: str = "") -> list[str]:
     """The paths (`config.api_key`, `to.0`, "" for `value` itself) of what `redact`
     withholds in `value`, whole or in part."""
     if isinstance(value, str):
-        return [path] if _SECRET_VALUE.search(value) else []
+        return [path] if _has_secret(value) else []
     found: list[str] = []
     if isinstance(value, Mapping):
         for key, item in value.items():

@@ -6,7 +6,7 @@ HMAC-SHA256 with `LG_WEBHOOK_SECRET` over `"{timestamp}.{body}"`).
 The URL comes from an API client, so it is checked when the run is created: http(s),
 no credentials, and a host listed in `LG_WEBHOOK_HOSTS` (exact, or `*.example.com`);
 with no host listed or no secret set, webhooks are refused (422) rather than sent
-unsigned or anywhere. Redirects are not followed.
+unsigned or anywhere. Redirects are not followed (`beamweaver_core.webhook_requests`).
 
 Delivery is attempted when the run's outcome is committed, and retried by the workers'
 periodic tick (`MAX_ATTEMPTS` in all, the first ones quickly): at least once, receivers
@@ -18,8 +18,6 @@ from __future__ import annotations
 import json
 import logging
 import threading
-import urllib.error
-import urllib.request
 from datetime import timedelta
 from typing import Any
 from urllib.parse import urlsplit
@@ -33,6 +31,7 @@ from beamweaver_core.protocol.errors import ProtocolError
 from beamweaver_core.protocol.models import ProtocolRun
 from beamweaver_core.protocol.outcome import result
 from beamweaver_core.signatures import signature_headers
+from beamweaver_core.webhook_requests import post
 
 logger = logging.getLogger(__name__)
 
@@ -63,14 +62,6 @@ def checked_url(url: str) -> str:
             422, f"Webhook host {host!r} is not allowed; allowed: {', '.join(hosts)}."
         )
     return url
-
-
-class _NoRedirects(urllib.request.HTTPRedirectHandler):
-    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
-        return None
-
-
-_opener = urllib.request.build_opener(_NoRedirects)
 
 
 def payload(record: ProtocolRun) -> dict[str, Any]:
@@ -106,22 +97,16 @@ def deliver(run_id: Any) -> bool:
     body = json.dumps(payload(record), ensure_ascii=False, default=str).encode()
     secret, _ = _conf()
     status = record.run.status
-    request = urllib.request.Request(
-        record.webhook,
-        data=body,
-        method="POST",
-        headers={
-            "Content-Type": "application/json",
-            "User-Agent": "BeamWeaver-Webhooks/1",
-            "X-BeamWeaver-Event": f"run.{status}",
-            "X-BeamWeaver-Delivery": f"{record.run_id}:{status}",
-            **signature_headers(secret, body),
-        },
-    )
+    headers = {
+        "Content-Type": "application/json",
+        "User-Agent": "BeamWeaver-Webhooks/1",
+        "X-BeamWeaver-Event": f"run.{status}",
+        "X-BeamWeaver-Delivery": f"{record.run_id}:{status}",
+        **signature_headers(secret, body),
+    }
     try:
-        with _opener.open(request, timeout=TIMEOUT_SECONDS) as response:
-            ok = bool(200 <= response.status < 300)
-    except (urllib.error.URLError, OSError) as exc:
+        ok = 200 <= post(record.webhook, body, headers, timeout=TIMEOUT_SECONDS) < 300
+    except OSError as exc:
         logger.warning("Webhook of run %s failed: %s", record.run_id, exc)
         ok = False
     if ok:

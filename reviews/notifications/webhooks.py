@@ -13,14 +13,13 @@ request carries:
 The signature is `beamweaver_core.signatures` (shared with the protocol's run webhooks): a
 receiver recomputes the HMAC over the raw body (`verify_signature`) and refuses old
 timestamps, so a captured request cannot be replayed later. A non-2xx answer or a network
-error is retried from the outbox with exponential backoff.
+error is retried from the outbox with exponential backoff; a redirect is not followed
+(`beamweaver_core.webhook_requests`): it is a non-2xx answer, retried like the others.
 """
 
 from __future__ import annotations
 
 import json
-import urllib.error
-import urllib.request
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -31,6 +30,7 @@ from beamweaver_core.signatures import (
     verify_signature,
 )
 from beamweaver_core.users import User
+from beamweaver_core.webhook_requests import post
 from reviews.conf import conf
 from reviews.models import OutboxMessage, ReviewItem
 from reviews.notifications.channels import DeliveryError
@@ -60,24 +60,16 @@ class WebhookChannel:
         body = json.dumps(
             {"delivery": message.pk, **message.payload}, sort_keys=True, ensure_ascii=False
         ).encode()
-        request = urllib.request.Request(
-            endpoint["url"],
-            data=body,
-            method="POST",
-            headers={
-                "Content-Type": "application/json",
-                "User-Agent": "BeamWeaver-Webhooks/1",
-                "X-BeamWeaver-Event": message.event,
-                "X-BeamWeaver-Delivery": str(message.pk),
-                **signature_headers(endpoint["secret"], body),
-            },
-        )
+        headers = {
+            "Content-Type": "application/json",
+            "User-Agent": "BeamWeaver-Webhooks/1",
+            "X-BeamWeaver-Event": message.event,
+            "X-BeamWeaver-Delivery": str(message.pk),
+            **signature_headers(endpoint["secret"], body),
+        }
         try:
-            with urllib.request.urlopen(request, timeout=TIMEOUT_SECONDS) as response:
-                status = response.status
-        except urllib.error.HTTPError as exc:
-            raise DeliveryError(f"HTTP {exc.code} from {message.target}") from exc
-        except (urllib.error.URLError, OSError) as exc:
+            status = post(endpoint["url"], body, headers, timeout=TIMEOUT_SECONDS)
+        except OSError as exc:
             raise DeliveryError(f"{message.target} unreachable: {exc}") from exc
         if not 200 <= status < 300:
             raise DeliveryError(f"HTTP {status} from {message.target}")

@@ -91,6 +91,15 @@ async def slow(seconds: float, ctx: Context) -> str:
 
 
 @server.tool()
+def lookup(
+    code: Annotated[str, Field(pattern=r"^(a+)+$", description="A code of a's")], ctx: Context
+) -> str:
+    """Look a code up (its schema's pattern backtracks badly on a backtracking engine)."""
+    record("lookup", {"code": code}, ctx)
+    return f"found {code}"
+
+
+@server.tool()
 def pid(ctx: Context) -> int:
     """The server's process id."""
     return os.getpid()

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import mcp_types
 import pytest
 
 from beamweaver_core.agent import Agent, Message, ToolCall
@@ -174,6 +175,55 @@ def test_an_edit_that_breaks_the_servers_input_schema_is_refused_before_any_call
     # Nothing was consumed: the same review takes a valid answer.
     done = agent.resume_review([{"type": "approve"}], config("bad-edit"))
     assert isinstance(done, Completed) and len(call_log.calls()) == 1
+
+
+def test_a_servers_schema_pattern_is_checked_in_linear_time(call_log: CallLog) -> None:
+    # `^(a+)+$` against 26 a's and a `!` takes jsonschema's backtracking `re` ten seconds (40
+    # take days): a server's schema could stall a worker, or the web process checking an edit.
+    server = stdio_server(call_log, include=["lookup"])
+    agent = agent_for(server, ToolCall("c1", "lookup", {"code": "a" * 26 + "!"}))
+    try:
+        started = time.monotonic()
+        result = agent.invoke({"messages": [Message.user("look it up")]}, config("pattern"))
+        elapsed = time.monotonic() - started
+    finally:
+        server.close()
+
+    assert isinstance(result, Completed)
+    [refused] = tool_results(result)
+    assert refused.status == "error" and "does not match '^(a+)+$'" in refused.content
+    assert call_log.calls("lookup") == []
+    assert elapsed < 3.0
+
+
+def test_a_schema_pattern_re2_cannot_run_refuses_the_tool_saying_why(call_log: CallLog) -> None:
+    server = stdio_server(call_log)
+    schemas = [
+        {"type": "object", "properties": {"name": {"type": "string", "pattern": "^(?!root)"}}},
+        {"type": "object", "patternProperties": {"(a)\\1": {}}},
+    ]
+    for schema in schemas:
+        remote = mcp_types.Tool.model_validate({"name": "pick", "inputSchema": schema})
+        with pytest.raises(ValueError, match="not a regular expression RE2 accepts"):
+            MCPTool(server, remote).check()
+
+
+def test_pattern_properties_match_names_on_re2(call_log: CallLog) -> None:
+    schema = {
+        "type": "object",
+        "patternProperties": {"^x(a+)+$": {"type": "integer"}},
+        "additionalProperties": False,
+    }
+    remote = mcp_types.Tool.model_validate({"name": "tally", "inputSchema": schema})
+    tool = MCPTool(stdio_server(call_log), remote)
+    started = time.monotonic()
+    problems = tool.argument_problems({"xaa": "two", "x" + "a" * 26 + "!": 1})
+    assert time.monotonic() - started < 1.0
+    assert problems == [
+        ("", f"'x{'a' * 26}!' does not match any of the regexes: '^x(a+)+$'"),
+        ("xaa", "'two' is not of type 'integer'"),
+    ]
+    assert tool.argument_problems({"xa": 1, "xaaa": 2}) == []
 
 
 def test_an_error_result_and_structured_content_become_tool_messages(call_log: CallLog) -> None:

@@ -4,12 +4,16 @@
 from __future__ import annotations
 
 import logging
+import time
 
 import pytest
+from django.contrib.auth.models import User
 from django.test import RequestFactory
 from django.views.debug import ExceptionReporter
 
-from beamweaver_core.redaction import REDACTED, RedactingLogFilter, redact
+from beamweaver_core.redaction import REDACTED, RedactingLogFilter, redact, redact_text, withheld
+from tests.reliability.support import pause_agent
+from tests.reviews.test_api import api_for
 
 KEYS = [
     "sk-proj-abcdefghijklmnopqrstuvwxyz012345",
@@ -60,3 +64,37 @@ def test_error_reports_redact_secret_values_in_frames(settings: object) -> None:
         html = reporter.get_traceback_html()
     assert KEYS[1] not in html
     assert "plain-but-named-token" not in html
+
+
+# A run of base64 characters full of `eyJ` (how a JWT starts) but with no dot: a
+# backtracking engine rescanned the run from every `eyJ`, in quadratic time.
+BASE64_RUN = "eyJ" * 30_000
+
+
+def test_redaction_is_linear_in_the_text_it_is_given() -> None:
+    started = time.monotonic()
+    assert redact({"body": BASE64_RUN}) == {"body": BASE64_RUN}
+    assert withheld({"body": BASE64_RUN}) == []
+    # Milliseconds on RE2; about six seconds when this ran on Python's `re`.
+    assert time.monotonic() - started < 1.0
+
+
+def test_text_no_codec_accepts_is_still_redacted() -> None:
+    text = f"a\ud800 {KEYS[0]} \x00b é"
+    assert redact_text(text) == f"a\ud800 {REDACTED} \x00b é"
+    assert withheld({"note": text}) == ["note"]
+
+
+@pytest.mark.django_db
+def test_a_model_written_argument_cannot_keep_an_api_request_busy(alice: User) -> None:
+    email = {"to": "ops@example.com", "subject": "Report", "body": "eyJ" * 40_000}
+    item = pause_agent([{"name": "send_email", "args": email}])
+
+    started = time.monotonic()
+    response = api_for(alice).get(f"/api/v1/items/{item.pk}/")
+    elapsed = time.monotonic() - started
+
+    assert response.status_code == 200
+    assert response.json()["payload"]["action_requests"][0]["args"]["body"] == email["body"]
+    # 50 seconds of CPU before the redaction ran on RE2.
+    assert elapsed < 5.0

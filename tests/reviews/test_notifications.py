@@ -33,7 +33,9 @@ class Receiver:
 
     def __init__(self) -> None:
         self.requests: list[tuple[dict[str, str], bytes]] = []
+        self.gets: list[str] = []
         self.status = 204
+        self.location = ""
         receiver = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -41,6 +43,13 @@ class Receiver:
                 body = self.rfile.read(int(self.headers["Content-Length"]))
                 receiver.requests.append((dict(self.headers), body))
                 self.send_response(receiver.status)
+                if receiver.location:
+                    self.send_header("Location", receiver.location)
+                self.end_headers()
+
+            def do_GET(self) -> None:
+                receiver.gets.append(self.path)
+                self.send_response(200)
                 self.end_headers()
 
             def log_message(self, *args: Any) -> None:
@@ -172,6 +181,24 @@ def test_a_webhook_recovers_after_a_failure(receiver: Receiver) -> None:
 
     assert report.sent == 1
     assert OutboxMessage.objects.get().status == "sent"
+
+
+@pytest.mark.parametrize("status", [301, 302, 303, 307, 308])
+def test_a_redirect_is_not_followed_and_the_webhook_is_retried(
+    receiver: Receiver, status: int
+) -> None:
+    inside = Receiver()  # an address inside the network, say, that the endpoint points to
+    receiver.status = status
+    receiver.location = f"{inside.url}?from=webhook"
+    pause()
+
+    report = outbox.deliver_due()
+
+    inside.server.shutdown()
+    assert (report.sent, report.retrying) == (0, 1)
+    assert OutboxMessage.objects.get().last_error == f"HTTP {status} from ops"
+    assert len(receiver.requests) == 1
+    assert inside.requests == [] and inside.gets == []
 
 
 def test_an_unreachable_webhook_is_retried(settings: Any) -> None:
