@@ -240,7 +240,20 @@ def _check_edit(
             )
         )
     elif config.args_schema is not None:
-        validator = check_schema(config.args_schema, f"tool {action.name!r}")
+        try:
+            validator = check_schema(config.args_schema, f"tool {action.name!r}")
+        except ValueError as exc:
+            # A review paused before its schema's patterns had to run on RE2 (or a payload
+            # not written by our middleware): the edit cannot be checked, so it is refused.
+            problems.append(
+                _problem(
+                    index,
+                    "edited_action.args",
+                    f"Edits to {action.name!r} cannot be checked: {exc} Approve or reject "
+                    "the call instead.",
+                )
+            )
+            return problems
         for path, text in schema_problems(validator, dict(args)):
             field = f"edited_action.args.{path}" if path else "edited_action.args"
             problems.append(

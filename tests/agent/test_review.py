@@ -288,3 +288,20 @@ def test_invalid_answer_keeps_the_same_interrupt_pending(
     assert sorted(box.names()) == ["remove_file", "send_email"]
     assert done.state["messages"][-1] == Message.assistant("Done.")
     assert result("c1", "remove_file", "deleted a") in done.state["messages"]
+
+
+def test_an_edit_under_a_schema_whose_pattern_re2_cannot_run_is_a_problem_not_a_crash() -> None:
+    # Reviews paused before schema patterns ran on RE2 may hold a look-ahead; the edit is
+    # refused, saying why, and never matched by a backtracking engine.
+    schema = {"type": "object", "properties": {"name": {"type": "string", "pattern": "^(?!root)"}}}
+    review = ReviewRequest(
+        action_requests=(ActionRequest("rename", {"name": "a"}, "Rename"),),
+        review_configs=(ReviewConfig("rename", ("approve", "edit", "reject"), schema),),
+    )
+    edit = {"type": "edit", "edited_action": {"name": "rename", "args": {"name": "b"}}}
+    with pytest.raises(InvalidDecisionError) as caught:
+        HITL.validate_decisions(review, [edit])
+    [problem] = caught.value.problems
+    assert (problem["index"], problem["field"]) == (0, "edited_action.args")
+    assert "cannot be checked" in problem["message"] and "RE2" in problem["message"]
+    assert HITL.validate_decisions(review, [{"type": "approve"}]) == ({"type": "approve"},)

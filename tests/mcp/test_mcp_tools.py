@@ -178,14 +178,13 @@ def test_an_edit_that_breaks_the_servers_input_schema_is_refused_before_any_call
 
 
 def test_a_servers_schema_pattern_is_checked_in_linear_time(call_log: CallLog) -> None:
-    # `^(a+)+$` against 26 a's and a `!` takes jsonschema's backtracking `re` ten seconds (40
-    # take days): a server's schema could stall a worker, or the web process checking an edit.
+    # `^(a+)+$` against 26 a's and a `!` takes jsonschema's backtracking `re` ten seconds,
+    # doubling with each `a`: 40 take days, far past the suite's per-test timeout (no time is
+    # asserted). A server's schema could stall a worker, or the web process checking an edit.
     server = stdio_server(call_log, include=["lookup"])
-    agent = agent_for(server, ToolCall("c1", "lookup", {"code": "a" * 26 + "!"}))
+    agent = agent_for(server, ToolCall("c1", "lookup", {"code": "a" * 40 + "!"}))
     try:
-        started = time.monotonic()
         result = agent.invoke({"messages": [Message.user("look it up")]}, config("pattern"))
-        elapsed = time.monotonic() - started
     finally:
         server.close()
 
@@ -193,7 +192,6 @@ def test_a_servers_schema_pattern_is_checked_in_linear_time(call_log: CallLog) -
     [refused] = tool_results(result)
     assert refused.status == "error" and "does not match '^(a+)+$'" in refused.content
     assert call_log.calls("lookup") == []
-    assert elapsed < 3.0
 
 
 def test_a_schema_pattern_re2_cannot_run_refuses_the_tool_saying_why(call_log: CallLog) -> None:
@@ -216,11 +214,10 @@ def test_pattern_properties_match_names_on_re2(call_log: CallLog) -> None:
     }
     remote = mcp_types.Tool.model_validate({"name": "tally", "inputSchema": schema})
     tool = MCPTool(stdio_server(call_log), remote)
-    started = time.monotonic()
-    problems = tool.argument_problems({"xaa": "two", "x" + "a" * 26 + "!": 1})
-    assert time.monotonic() - started < 1.0
+    # Days for a backtracking `re` (see above); no time is asserted.
+    problems = tool.argument_problems({"xaa": "two", "x" + "a" * 40 + "!": 1})
     assert problems == [
-        ("", f"'x{'a' * 26}!' does not match any of the regexes: '^x(a+)+$'"),
+        ("", f"'x{'a' * 40}!' does not match any of the regexes: '^x(a+)+$'"),
         ("xaa", "'two' is not of type 'integer'"),
     ]
     assert tool.argument_problems({"xa": 1, "xaaa": 2}) == []
