@@ -73,8 +73,10 @@ class LiveConsumer(AsyncWebsocketConsumer):
     def view(self) -> Hashable:
         """What this socket's frames depend on besides its notes: sockets with the same
         view and notes are sent the same bytes, rendered once a round. By default the
-        page as one user sees it (its path and query)."""
-        return (type(self), self.user.pk, self.scope.get("path"), self.scope.get("query_string"))
+        page as one user sees it (what `page` read of its path). Never the raw path or
+        query string: parameters a page does not read (`?x=1`, `?x=2`) made each socket a
+        view of its own, one render per socket a round."""
+        return (type(self), self.user.pk, tuple(sorted(self.page().items())))
 
     def snapshot(self) -> str:
         """The page's live parts as out-of-band fragments (runs in a worker thread)."""

@@ -23,7 +23,7 @@ from django.db.models.signals import post_save
 from django.test import Client
 
 from beamweaver_core.embed.asgi import websocket_application
-from reviews.groups import review_item_group
+from reviews.groups import INBOX_GROUP, review_item_group
 from reviews.live import base
 from reviews.models import ReviewItem, ReviewPresence
 from tests.reviews.conftest import make_reviewer, pause
@@ -265,3 +265,37 @@ async def test_the_inbox_ignores_pings_without_work(
     assert len(database_thread_calls) == calls_before
     assert problems == []
     await communicator.disconnect()
+
+
+async def test_parameters_a_page_does_not_read_do_not_split_its_render(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Sockets that show the same thing share one render a round (`LiveConsumer.view`).
+    The view was the raw query string, so a client adding `?x=1`, `?x=2`, … to its
+    sockets cost one render per socket for every hint."""
+    from reviews.live.inbox import InboxConsumer
+
+    renders: list[str] = []
+    rows_frames = InboxConsumer._rows_frames
+
+    def counted(self: InboxConsumer, batch: dict[int, bool]) -> list[str]:
+        renders.append(self.channel_name)
+        return rows_frames(self, batch)
+
+    monkeypatch.setattr(InboxConsumer, "_rows_frames", counted)
+    alice = await sync_to_async(make_reviewer)("alice")
+    queries = [b"x=1", b"x=2", b"status=pending&y=%ff", b"page=1&z="]
+    sockets = [(await open_socket("/ws/inbox/", alice, query=q))[0] for q in queries]
+    for communicator in sockets:
+        await communicator.receive_from(timeout=5)
+    item = await sync_to_async(pause)()
+
+    await get_channel_layer().group_send(
+        INBOX_GROUP, {"type": "review.created", "item_id": item.pk, "thread_id": item.thread_id}
+    )
+    pushed = [await communicator.receive_from(timeout=5) for communicator in sockets]
+
+    assert all(f'id="item-row-{item.pk}"' in frame for frame in pushed)
+    assert len(renders) < len(sockets)
+    for communicator in sockets:
+        await communicator.disconnect()
