@@ -11,6 +11,13 @@ elsewhere. Like the other edge
 refusals (CSRF, 413, 429) it decides nothing and so is not in the review audit log. JSON
 bodies are `json_input.parse_json`'s to refuse (a NUL there is an escape, `\u0000`).
 
+Websocket handshakes pass no Django middleware: `WebsocketNulGuard` refuses one with a NUL
+in its path, query string (raw or `%00`) or cookies (raw, or escaped in a quoted cookie value, as
+the session middleware decodes it) before the session is loaded or a consumer runs (the
+handshake is denied: daphne answers 403). A `%00` in an inbox filter reached the live
+round's query (a `DataError`, logged, the socket closed and reopened by the page), and
+one in a quoted session cookie reached the session lookup (daphne's 500).
+
 Hand-written: Django's form fields refuse NUL only where a form is used, and no maintained
 middleware does this; it is a membership test on text Django has already decoded.
 """
@@ -18,9 +25,13 @@ middleware does this; it is a membership test on text Django has already decoded
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from typing import Any
+from urllib.parse import unquote_to_bytes
 
+from channels.security.websocket import WebsocketDenier
 from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http.cookie import parse_cookie
 
 from beamweaver_core.error_views import wants_json
 
@@ -81,4 +92,33 @@ class NulGuardMiddleware:
         return HttpResponse(message, status=400, content_type="text/plain; charset=utf-8")
 
 
-__all__ = ["NulGuardMiddleware"]
+def websocket_nul(scope: Any) -> str | None:
+    """Which part of a websocket handshake carries a NUL, or `None`: its path (as the
+    server decoded it), its query string (raw or percent-encoded), its cookies (the
+    header, and the values as channels' cookie middleware decodes them)."""
+    if NUL in str(scope.get("path", "")):
+        return "path"
+    if b"\x00" in unquote_to_bytes(bytes(scope.get("query_string") or b"")):
+        return "query string"
+    for name, value in scope.get("headers") or ():
+        if bytes(name).lower() == b"cookie":
+            text = bytes(value).decode("latin-1")
+            if NUL in text or _any_nul((k, [v]) for k, v in parse_cookie(text).items()):
+                return "cookies"
+    return None
+
+
+class WebsocketNulGuard:
+    """ASGI middleware denying a websocket handshake with NUL in its path, query string
+    or cookies (before the session is read or a consumer runs)."""
+
+    def __init__(self, application: Any) -> None:
+        self.application = application
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> Any:
+        if scope["type"] == "websocket" and websocket_nul(scope) is not None:
+            return await WebsocketDenier()(scope, receive, send)
+        return await self.application(scope, receive, send)
+
+
+__all__ = ["NulGuardMiddleware", "WebsocketNulGuard", "websocket_nul"]

@@ -26,7 +26,10 @@ from typing import Any
 
 from channels.auth import AuthMiddlewareStack
 from channels.routing import ChannelNameRouter, ProtocolTypeRouter, URLRouter
+from channels.security.websocket import WebsocketDenier
+from django.urls import re_path
 
+from beamweaver_core.nul_guard import WebsocketNulGuard
 from beamweaver_core.observability import pool
 from beamweaver_core.observability.asgi import RequestContext, WebsocketCounter
 from beamweaver_core.runtime.consumers import RunWorkerConsumer
@@ -71,11 +74,15 @@ class _WebsocketSplit:
 
 
 def websocket_application() -> Any:
-    """The inbox's websocket routes, origin-checked and authenticated, counted."""
-    # types-channels wants its type-only `URLPattern` whose callback is an ASGI application:
-    # these patterns are those (`reviews.routing`), made with Django's `path`.
-    router = URLRouter(websocket_urlpatterns)  # type: ignore[arg-type]
-    return WebsocketCounter(SameOriginValidator(AuthMiddlewareStack(router)))
+    """The inbox's websocket routes, origin-checked, NUL-free (`nul_guard`) and
+    authenticated, counted. A path no route matches is denied (channels' router raised
+    "No route found", daphne's 500 and an error in the log)."""
+    # django-stubs types a route's target as a view, types-channels wants its type-only
+    # `URLPattern` whose callback is an ASGI application: these patterns are those (made
+    # with Django's `path`, as `reviews.routing` does), hence the ignores.
+    unmatched = re_path(r"", WebsocketDenier.as_asgi())  # type: ignore[arg-type]
+    router = URLRouter([*websocket_urlpatterns, unmatched])  # type: ignore[list-item]
+    return WebsocketCounter(SameOriginValidator(WebsocketNulGuard(AuthMiddlewareStack(router))))
 
 
 def beamweaver_application(http: Any, *, websocket: Any = None) -> Any:

@@ -1,6 +1,6 @@
 """Live pages over one websocket each: the inbox, a review item, a thread.
 
-A consumer (`reviews.live.consumers`) refuses the handshake (closes before accepting)
+A consumer (`reviews.live.inbox`, `.item`, `.thread`) refuses the handshake (closes before accepting)
 unless the session's user may review and may see what the page shows, and joins only the
 groups of that page. Messages from the channel layer are hints: they are noted on the
 event loop, and the next round (`reviews.live.rounds`) re-checks every socket with notes
@@ -11,5 +11,8 @@ HTTP views render, and sends them as htmx out-of-band swaps on stable element id
 that missed hints catches up.
 
 Clients send nothing that changes state: the only frame read is a presence ping
-(`{"type": "presence.ping"}`); decisions are HTTP only.
+(`{"type": "presence.ping"}`), handled at most once per `base.PING_SECONDS` per socket;
+every other frame is ignored on the event loop (`LiveConsumer.receive`), and decisions
+are HTTP only. Handshakes with a NUL or on a path no page has are denied before they
+reach a consumer (`beamweaver_core.nul_guard`, `beamweaver_core.embed.asgi`).
 """

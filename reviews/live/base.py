@@ -1,11 +1,12 @@
 """What every live page's consumer shares: authentication, re-checks, notes, and
-ignoring what clients send."""
+ignoring what clients send (all but a presence ping, at most one per `PING_SECONDS`)."""
 
 from __future__ import annotations
 
 import json
 import logging
 from collections.abc import Hashable
+from time import monotonic
 from typing import Any, cast
 
 from channels.auth import UserLazyObject
@@ -21,6 +22,14 @@ from reviews.live.session import Recheck
 logger = logging.getLogger(__name__)
 
 MAX_FRAME = 4096
+"""The longest client frame read (in characters); longer ones are ignored unread (daphne
+refuses messages over `BEAMWEAVER["WEBSOCKET_MAX_MESSAGE"]` before that)."""
+PING_SECONDS = 10.0
+"""A socket's presence pings are handled at most once in this long (the connect counts as
+one); the others are ignored. The item page pings every 20 s and shows who is looking for
+`partials.PRESENCE_TTL` (60 s). Each handled ping writes the presence row on the one
+database thread; a client pinging in a loop made one write per frame (300 pings: 269
+writes within 3 s), queued ahead of every other socket's checks and pushes."""
 ROW_HINTS = frozenset(
     {realtime.CREATED, realtime.UPDATED, realtime.DECIDED, realtime.CANCELLED, realtime.EXPIRED}
 )
@@ -64,8 +73,10 @@ class LiveConsumer(AsyncWebsocketConsumer):
     def view(self) -> Hashable:
         """What this socket's frames depend on besides its notes: sockets with the same
         view and notes are sent the same bytes, rendered once a round. By default the
-        page as one user sees it (its path and query)."""
-        return (type(self), self.user.pk, self.scope.get("path"), self.scope.get("query_string"))
+        page as one user sees it (what `page` read of its path). Never the raw path or
+        query string: parameters a page does not read (`?x=1`, `?x=2`) made each socket a
+        view of its own, one render per socket a round."""
+        return (type(self), self.user.pk, tuple(sorted(self.page().items())))
 
     def snapshot(self) -> str:
         """The page's live parts as out-of-band fragments (runs in a worker thread)."""
@@ -78,6 +89,7 @@ class LiveConsumer(AsyncWebsocketConsumer):
 
     async def connect(self) -> None:
         self.joined: list[str] = []
+        self.pinged_at = monotonic()
         if not await database_sync_to_async(self.check_handshake)():
             await self.close(code=CLOSE_FORBIDDEN)
             return
@@ -99,9 +111,14 @@ class LiveConsumer(AsyncWebsocketConsumer):
         # queue `close_old_connections` on the one database thread (behind every check
         # and render of every consumer of this process), one hint at a time, so hints
         # could never gather while a render runs. The render itself still closes stale
-        # connections around its work (`database_sync_to_async`).
-        if message.get("type") in HINTS:
+        # connections around its work (`database_sync_to_async`). A client's frame is
+        # read on the event loop too: channels' hop to the database thread came before
+        # every frame, even one that is ignored, so a client sending in a loop queued
+        # work for the one database thread of the process.
+        kind = message.get("type")
+        if kind in HINTS:
             metrics.hint_noted(self, message)
+        if kind in HINTS or kind == "websocket.receive":
             await getattr(self, get_handler_name(message))(message)
             return
         await super().dispatch(message)
@@ -112,14 +129,23 @@ class LiveConsumer(AsyncWebsocketConsumer):
             await self.channel_layer.group_discard(group, self.channel_name)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        """A client's frame: a presence ping (a JSON object whose `type` is
+        `presence.ping`) is handled at most once per `PING_SECONDS`; anything else (binary,
+        over `MAX_FRAME`, not JSON, nested too deep to parse, not an object, another
+        type) is ignored, without a reply."""
         if text_data is None or len(text_data) > MAX_FRAME:
             return
         try:
             frame = json.loads(text_data)
-        except ValueError:
+        except (ValueError, RecursionError):  # `[[[[…` of 4 KB passes the recursion limit
             return
-        if isinstance(frame, dict) and frame.get("type") == "presence.ping":
-            await self.ping()
+        if not isinstance(frame, dict) or frame.get("type") != "presence.ping":
+            return
+        now = monotonic()
+        if now - self.pinged_at < PING_SECONDS:
+            return
+        self.pinged_at = now
+        await self.ping()
 
     async def ping(self) -> None:
         """A presence ping (only the item page cares)."""
@@ -189,8 +215,13 @@ class LiveConsumer(AsyncWebsocketConsumer):
         return cast("list[str] | None", outcome)
 
     def check_handshake(self) -> bool:
-        """The first check, before accepting (reads the page's parameters first)."""
-        self.setup()
+        """The first check, before accepting (reads the page's parameters first). A page
+        whose parameters `setup` cannot read (`ValueError`: a thread id with a NUL, from
+        `%2500`) is refused like a page that does not exist."""
+        try:
+            self.setup()
+        except ValueError:
+            return False
         return self.still_allowed()
 
     def still_allowed(self) -> bool:

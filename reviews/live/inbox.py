@@ -28,7 +28,7 @@ def audience(user: User) -> Hashable:
 
 class InboxConsumer(LiveConsumer):
     """An inbox page: its filters and page number come in the query string. Every inbox
-    with the same audience and query gets the same frames (the rows do not depend on who
+    with the same audience and query (as `InboxQuery` reads it) gets the same frames (the rows do not depend on who
     looks; the counts and pages depend only on which items they see)."""
 
     def page_groups(self) -> list[str]:
@@ -43,7 +43,7 @@ class InboxConsumer(LiveConsumer):
         return True
 
     def view(self) -> Hashable:
-        return (type(self), audience(self.user), self.scope.get("query_string"))
+        return (type(self), audience(self.user), self.query)
 
     def _items(self) -> ReviewItemQuerySet:
         return ReviewItem.objects.visible_to(self.user)

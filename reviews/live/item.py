@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -27,6 +28,10 @@ class ItemConsumer(LiveConsumer):
 
     def page(self) -> dict[str, Any]:
         return {"item_id": self.item_id}
+
+    def view(self) -> Hashable:
+        # The status part flags a payload changed since the page's `digest`.
+        return (type(self), self.user.pk, self.item_id, self.digest)
 
     def allowed(self) -> bool:
         return ReviewItem.objects.visible_to(self.user).filter(pk=self.item_id).exists()

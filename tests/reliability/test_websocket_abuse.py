@@ -1,6 +1,6 @@
 """Websockets against the live server (reliability.md cases 12, 29, 36, 37): cross-site
-handshakes, a 2 MB frame, frames that look like decisions, and rights revoked while a
-socket is open. Real daphne, real `websockets` client, loopback only."""
+handshakes, handshakes with a NUL or an unknown path, a 2 MB frame, frames that look like
+decisions, and rights revoked while a socket is open. Real daphne, real `websockets` client, loopback only."""
 
 from __future__ import annotations
 
@@ -79,6 +79,24 @@ def test_cross_site_handshakes_are_refused_before_accept(server: str) -> None:
 
     assert results == dict.fromkeys(bad_origins(server), 403)
     assert own == "open"
+
+
+def test_handshakes_the_server_cannot_serve_are_denied_not_errors(server: str) -> None:
+    """A NUL in an inbox filter (was accepted, then the round's query failed and closed
+    the socket), in a thread path or a quoted session cookie, and a path no route has
+    (each was daphne's 500, with an error logged) are denied with 403; the site's own
+    page still opens."""
+    cookie = session_of(make_reviewer("alice"))
+
+    results = {
+        path: handshake(server, path, cookie, server)
+        for path in ("/ws/inbox/?q=%00", "/ws/threads/a%00b/", "/ws/threads/%2500/", "/ws/nope/")
+    }
+    quoted = handshake(server, "/ws/inbox/", '"abcdefgh\\000ijkl"', server)
+
+    assert results == dict.fromkeys(results, 403)
+    assert quoted == 403
+    assert handshake(server, "/ws/inbox/?q=%ff", cookie, server) == "open"
 
 
 def receive_all(ws: Any, seconds: float) -> list[str]:
