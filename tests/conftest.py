@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -13,6 +14,7 @@ from django.db import OperationalError, connections
 from django.db.backends.postgresql.operations import DatabaseOperations
 
 from tests.support.graphs import TEST_GRAPHS
+from tests.support.pool_checkouts import CheckoutLedger, report
 
 
 @pytest.fixture(autouse=True)
@@ -28,6 +30,33 @@ def _test_graphs(request: pytest.FixtureRequest) -> Any:
         "GRAPHS": {**settings.BEAMWEAVER["GRAPHS"], **TEST_GRAPHS},
     }
     yield
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _pool_checkouts() -> Iterator[CheckoutLedger]:
+    """Every pooled connection taken during the session, with its thread and stack
+    (`tests.support.pool_checkouts`). At the end (after the test database's drop, which a
+    connection still checked out makes fail with "being accessed by other users"), no
+    thread but the main one may still hold one."""
+    with CheckoutLedger().recording() as ledger:
+        yield ledger
+    left = ledger.orphaned() + ledger.held_outside(threading.main_thread())
+    if left:
+        pytest.fail(report(left, "Pooled connections still checked out at the end of the session"))
+
+
+@pytest.fixture(autouse=True)
+def _connections_of_ended_threads_given_back(
+    _pool_checkouts: CheckoutLedger,
+) -> Iterator[None]:
+    """After each test, no thread that has ended holds a pooled connection: it can never
+    give it back (a slot of the pool lost for good, a backend left on the test database).
+    A thread that uses the database closes its connections before it ends
+    (`connections.close_all()`)."""
+    yield
+    orphaned = _pool_checkouts.orphaned()
+    if orphaned:
+        pytest.fail(report(orphaned, "Threads ended holding pooled connections"))
 
 
 @pytest.fixture(autouse=True)

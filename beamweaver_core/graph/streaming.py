@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
 
 from beamweaver_core.graph.runtime import Envelope, EventSink
+from beamweaver_core.graph.threads import cleaned
 
 
 def iter_events(run: Callable[[EventSink], Any], name: str) -> Iterator[Envelope]:
@@ -23,7 +24,9 @@ def iter_events(run: Callable[[EventSink], Any], name: str) -> Iterator[Envelope
 
     The hand-over holds one envelope, so the run keeps at most about a step ahead of its
     consumer. Closing the iterator (`break`, `close()`) stops the run at its next step
-    boundary (`StreamClosed`): the steps saved so far stand, no later step runs."""
+    boundary (`StreamClosed`): the steps saved so far stand, no later step runs. The
+    thread gets the cleanups every task call gets before it hands over the end (a
+    blocking checkpointer's pooled connection is given back)."""
     inbox: queue.Queue[Envelope | None] = queue.Queue(maxsize=1)
     closed = threading.Event()
 
@@ -39,7 +42,7 @@ def iter_events(run: Callable[[EventSink], Any], name: str) -> Iterator[Envelope
 
     def work() -> None:
         try:
-            run(sink)
+            cleaned(lambda: run(sink))()
         except BaseException:
             pass
         finally:

@@ -604,3 +604,28 @@ async def test_an_async_run_gives_back_the_connections_its_threads_used() -> Non
         await graph.ainvoke({"items": []}, {"configurable": {"thread_id": f"async-pool-{n}"}})
 
     assert await sync_to_async(checked_out)() <= before
+
+
+def test_a_live_stream_gives_back_the_connection_its_run_thread_used() -> None:
+    """`iter_events` runs the graph on a thread of its own, which ended with the blocking
+    checkpointer's pooled connection still checked out: the pool counted the slot as taken
+    for good, and the connection stayed open until the garbage collector finalized it."""
+
+    def checked_out() -> int:
+        stats = connection.pool.get_stats()
+        return int(stats["pool_size"] - stats["pool_available"])
+
+    graph = (
+        Graph()
+        .add_node("a", lambda s: {"done": True})
+        .add_edge(START, "a")
+        .compile(checkpointer=PostgresCheckpointer())
+    )
+    connection.ensure_connection()
+    before = checked_out()
+
+    for n in range(4):
+        events = list(graph.iter_events({}, {"configurable": {"thread_id": f"live-pool-{n}"}}))
+        assert events[-1].event == "run.completed"
+
+    assert checked_out() == before
