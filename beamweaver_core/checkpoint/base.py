@@ -12,7 +12,6 @@ transaction. It validates and encodes everything first, so an unstorable value r
 
 from __future__ import annotations
 
-import asyncio
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 
@@ -90,18 +89,6 @@ class Checkpointer(ABC):
         encoded_records = [(cid, tid, encode_record(rec)) for cid, tid, rec in records]
         if encoded or encoded_records:
             self._write(thread_id, ns, encoded, encoded_records)
-
-    async def acommit(
-        self,
-        thread_id: str,
-        ns: str,
-        checkpoints: Sequence[NewCheckpoint] = (),
-        records: Sequence[tuple[str, str, TaskRecord]] = (),
-    ) -> None:
-        if self.blocking:
-            await asyncio.to_thread(self.commit, thread_id, ns, checkpoints, records)
-        else:
-            self.commit(thread_id, ns, checkpoints, records)
 
 
 __all__ = ["Checkpointer"]
