@@ -114,6 +114,9 @@ def test_a_question_hiding_the_thread_while_it_is_copied_is_seen_by_the_copy() -
 
 def _waiting_for_a_thread_lock() -> bool:
     with connection.cursor() as cursor:
+        # Asked inside the pause's transaction, which would otherwise keep reading the
+        # statistics snapshot its first look took (and so wait out its 10 s every time).
+        cursor.execute("SELECT pg_stat_clear_snapshot()")
         cursor.execute(
             "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
             "AND query LIKE %s",
