@@ -21,6 +21,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
 
+from jsonschema import Draft202012Validator
+
 from beamweaver_core.agent.mcp_session import (
     IDEMPOTENCY_META_KEY,
     HTTPTarget,
@@ -40,6 +42,8 @@ MAX_RESULT_CHARS = 100_000
 """A tool result longer than this is cut (the model and the inbox get the start)."""
 
 _PREFIX = re.compile(r"[A-Za-z0-9_-]*")
+_TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+"""A tool name model providers take (OpenAI's and Anthropic's rule for function names)."""
 
 
 class MCPToolset:
@@ -209,6 +213,18 @@ class MCPTool(Tool):
         self.args_schema = remote.input_schema
         self.at_most_once = server.at_most_once
         self.origin = f"MCP server {server.label!r}"
+
+    def check(self) -> Draft202012Validator:
+        """As `Tool.check`, and the server's name for the tool (untrusted) is one model
+        providers take: otherwise every model call of the agent would be refused."""
+        if not _TOOL_NAME.fullmatch(self.name):
+            shown = self.name if len(self.name) <= 80 else f"{self.name[:80]}..."
+            raise ValueError(
+                f"MCP server {self.server.label!r} offers a tool named {shown!r} "
+                f"({len(self.name)} characters with the prefix): model providers take only "
+                "1 to 64 letters, digits, '_' and '-'. Leave it out with include=[...]."
+            )
+        return super().check()
 
     def run(self, args: dict[str, Any], runtime: ToolRuntime) -> Message:
         """Call the tool on its server; its result (or failure) as the tool message."""

@@ -315,3 +315,19 @@ def test_the_agent_layer_imports_the_optional_sdks_only_when_used_and_never_djan
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=False
     )
     assert result.returncode == 0, result.stderr
+
+
+def test_a_tool_name_model_providers_refuse_refuses_the_tool_saying_why(
+    call_log: CallLog,
+) -> None:
+    # The server's names are untrusted: one with a space, or past 64 characters, would
+    # have every model call of the agent refused by the provider.
+    server = stdio_server(call_log)
+    schema = {"type": "object", "properties": {}}
+    for name in ["send email", "x" * 65, "drop\u00e9"]:
+        remote = mcp_types.Tool.model_validate({"name": name, "inputSchema": schema})
+        with pytest.raises(ValueError, match="model providers take only 1 to 64") as refused:
+            MCPTool(server, remote).check()
+        assert "include=" in str(refused.value)
+    fine = mcp_types.Tool.model_validate({"name": "x" * 64, "inputSchema": schema})
+    MCPTool(server, fine).check()
