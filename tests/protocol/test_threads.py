@@ -14,7 +14,12 @@ import httpx
 import pytest
 from django.contrib.auth.models import Group
 from langgraph_sdk import get_sync_client
-from langgraph_sdk.errors import ConflictError, NotFoundError, UnprocessableEntityError
+from langgraph_sdk.errors import (
+    ConflictError,
+    NotFoundError,
+    PermissionDeniedError,
+    UnprocessableEntityError,
+)
 
 from beamweaver_core.models import Checkpoint, Run, Thread
 from tests.protocol.conftest import api_user, token_for
@@ -277,6 +282,28 @@ def test_tokens_act_as_their_user_and_hidden_threads_are_not_found(
         bearer = http.get("/assistants/ask", headers={"Authorization": f"Bearer {alice_token}"})
         assert bearer.status_code == 200 and bearer.json()["assistant_id"] == ASK_ID
         assert http.get("/ok").json() == {"ok": True}
+
+
+def test_a_reviewer_who_sees_a_thread_may_not_change_someone_elses(lg_url: str) -> None:
+    # Through the official SDK: the rule of who may cancel a thread's run is the rule of
+    # who may change the thread (tests/protocol/test_thread_rights.py has the details).
+    owner_lg = client(lg_url, token_for(api_user("olga")))
+    other_lg = client(lg_url, token_for(api_user("oscar")))
+    owner_lg.threads.create(thread_id="lg-owned")
+    owner_lg.runs.wait("lg-owned", "linear", input={"log": []})
+    before = owner_lg.threads.get_state("lg-owned")
+    assert other_lg.threads.get("lg-owned")["status"] == "idle"  # he sees it
+    with pytest.raises(PermissionDeniedError):
+        other_lg.threads.update("lg-owned", metadata={"owner": "oscar"})
+    with pytest.raises(PermissionDeniedError):
+        other_lg.threads.update_state("lg-owned", {"log": ["oscar"]})
+    with pytest.raises(PermissionDeniedError):
+        other_lg.threads.delete("lg-owned")
+    assert owner_lg.threads.get_state("lg-owned")["values"] == before["values"]
+    assert "owner" not in owner_lg.threads.get("lg-owned")["metadata"]
+    owner_lg.threads.delete("lg-owned")  # its owner may
+    with pytest.raises(NotFoundError):
+        owner_lg.threads.get("lg-owned")
 
 
 def test_bad_input_gets_a_clear_4xx_and_changes_nothing(lg_url: str, alice_token: str) -> None:
