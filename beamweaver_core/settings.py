@@ -304,6 +304,9 @@ BEAMWEAVER: dict[str, Any] = {
     # How often open inbox, item and thread pages re-read their live parts over HTTP, so
     # that a lost websocket hint (Redis down, a dropped message) is caught up.
     "LIVE_POLL_SECONDS": float(os.environ.get("BEAMWEAVER_LIVE_POLL_SECONDS", "20")),
+    # How many live pages (websockets) one user may hold open in one web process; the
+    # next is refused, and the page says so and tries again later.
+    "LIVE_SOCKETS_PER_USER": int(os.environ.get("BEAMWEAVER_LIVE_SOCKETS_PER_USER", "50")),
     # Review operations (docs/review-operations.md). Where deep links in notifications
     # point; policies (defaults; admin rows override them); signed webhook endpoints.
     "BASE_URL": os.environ.get("BEAMWEAVER_BASE_URL", "http://localhost:8000"),

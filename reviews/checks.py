@@ -125,7 +125,25 @@ def check_notification_channels(
     return errors
 
 
+@checks.register()
+def check_live_sockets_per_user(
+    app_configs: Sequence[AppConfig] | None, **kwargs: object
+) -> list[checks.CheckMessage]:
+    raw = as_written("LIVE_SOCKETS_PER_USER")
+    if raw is None or (isinstance(raw, int) and not isinstance(raw, bool) and raw > 0):
+        return []
+    return [
+        checks.Error(
+            f"BEAMWEAVER['LIVE_SOCKETS_PER_USER'] must be a whole number above 0, not {raw!r}.",
+            hint="It bounds the live pages one user holds open in one web process; "
+            "the default is 50.",
+            id="beamweaver.E026",
+        )
+    ]
+
+
 __all__ = [
+    "check_live_sockets_per_user",
     "check_notification_channels",
     "check_rejection_reasons",
     "check_review_policies",

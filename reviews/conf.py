@@ -48,6 +48,9 @@ DEFAULTS: dict[str, Any] = {
             "message": "This was already done; do not repeat it.",
         },
     ),
+    # Live sockets (inbox, item and thread pages) one user may hold open in one web
+    # process (`reviews.live.slots`); one more is refused with close code 4429.
+    "LIVE_SOCKETS_PER_USER": 50,
 }
 
 
@@ -81,6 +84,11 @@ class ReviewConf:
         """The preset rejection reasons (an empty list: none offered)."""
         found: Sequence[Mapping[str, str]] = value("REVIEW_REJECTION_REASONS")
         return found
+
+    @property
+    def live_sockets_per_user(self) -> int:
+        """How many live sockets one user may hold open in one web process."""
+        return int(value("LIVE_SOCKETS_PER_USER"))
 
 
 conf = ReviewConf()

@@ -1,5 +1,6 @@
-"""What every live page's consumer shares: authentication, re-checks, notes, and
-ignoring what clients send (all but a presence ping, at most one per `PING_SECONDS`)."""
+"""What every live page's consumer shares: authentication, re-checks, notes, the bound
+on each user's open sockets (`reviews.live.slots`), and ignoring what clients send (all
+but a presence ping, at most one per `PING_SECONDS`)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 
 from beamweaver_core.users import User
 from reviews import metrics, realtime
+from reviews.live import slots
 from reviews.live.rounds import SNAPSHOT, render_round, rounds
 from reviews.live.session import Recheck
 
@@ -37,6 +39,12 @@ ROW_HINTS = frozenset(
 HINTS = ROW_HINTS | {realtime.PRESENCE, "run.event", "run.status"}
 """The channel layer's messages: noted on the event loop (`LiveConsumer.dispatch`)."""
 CLOSE_FORBIDDEN = 4403
+CLOSE_TOO_MANY = 4429
+"""The close code of a socket refused because its user holds
+`BEAMWEAVER["LIVE_SOCKETS_PER_USER"]` open in this process already. Sent after accepting:
+a close before accepting reaches a browser as 1006, which htmx's ws extension retries
+(its first retry within a second); after 4429 it does not retry, and the page script
+says why and tries again itself, slowly (`reviews/static/beamweaver/js/beamweaver.js`)."""
 
 
 class LiveConsumer(AsyncWebsocketConsumer):
@@ -52,6 +60,8 @@ class LiveConsumer(AsyncWebsocketConsumer):
 
     user: User
     """The user as the last check read them (`still_allowed`)."""
+    slot: Any = None
+    """The primary key this socket is counted under in `slots` (None: not counted)."""
 
     def page_groups(self) -> list[str]:
         """The groups to join (after the check said yes)."""
@@ -87,9 +97,31 @@ class LiveConsumer(AsyncWebsocketConsumer):
         the re-check)."""
         raise NotImplementedError
 
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        # Every way a socket ends (a disconnect, an abnormal close, an exception in a
+        # handler, the server cancelling the consumer) leaves through here: its place in
+        # `slots` is given back once, whatever happened.
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            if self.slot is not None:
+                slots.give_back(self.slot)
+                self.slot = None
+
     async def connect(self) -> None:
         self.joined: list[str] = []
         self.pinged_at = monotonic()
+        # Counted before the first check, which needs the database thread: a refusal
+        # costs no query, however fast a client reconnects. The handshake's user (the
+        # session's, as the auth middleware read it) is who is counted; an anonymous one
+        # is refused by the check.
+        user = getattr(self.scope.get("user"), "pk", None)
+        if user is not None:
+            if not slots.take(user):
+                await self.accept()
+                await self.close(code=CLOSE_TOO_MANY)
+                return
+            self.slot = user
         if not await database_sync_to_async(self.check_handshake)():
             await self.close(code=CLOSE_FORBIDDEN)
             return

@@ -1,5 +1,6 @@
 // BeamWeaver's small page script: keyboard navigation in the inbox, shortcuts on the item
-// page, folded menus and bars on a phone, the live-connection indicator, the page title after live updates, and clear
+// page, folded menus and bars on a phone, the live-connection indicator (and a live page
+// paused because its user has too many open), the page title after live updates, and clear
 // messages when an htmx request fails (a 403 usually means the session changed in another
 // tab; a 403 the server marks as a review-policy refusal is shown in place instead).
 // It never evaluates strings, never builds HTML from data, and is served from 'self'.
@@ -80,13 +81,33 @@
     if (synced) dot.dataset.synced = "true";
     else delete dot.dataset.synced;
   }
+  // A socket refused because its user has too many live pages open (close code 4429,
+  // reviews.live.base.CLOSE_TOO_MANY). htmx's ws extension does not reconnect after that
+  // code (only after 1006, 1011, 1012, 1013), so this page says why and tries again
+  // itself: after 15 to 30 s, twice as long after each refusal in a row, at most 8 min,
+  // at a random point of each wait so that one user's tabs do not all come back at once.
+  // Meanwhile the page's own poll still refreshes it over HTTP.
+  var TOO_MANY = 4429;
+  var PAUSE_MS = 30000;
+  var LONGEST_PAUSE_MS = 8 * 60000;
+  var refusals = 0;
+  function pauseLive(socket) {
+    var longest = Math.min(PAUSE_MS * Math.pow(2, refusals), LONGEST_PAUSE_MS);
+    refusals += 1;
+    setLive("paused", "Live updates paused: too many of your BeamWeaver pages are open. " +
+      "Close some; this page reconnects by itself (until then it refreshes less often).");
+    window.setTimeout(function () { socket.reconnect(); }, longest / 2 + Math.random() * longest / 2);
+  }
+
   document.addEventListener("htmx:wsOpen", function () {
     setSynced(false);
     setLive("open", "Live");
   });
-  document.addEventListener("htmx:wsClose", function () {
+  document.addEventListener("htmx:wsClose", function (event) {
     setSynced(false);
-    setLive("closed", "Reconnecting…");
+    var close = event.detail.event;
+    if (close && close.code === TOO_MANY) pauseLive(event.detail.socketWrapper);
+    else setLive("closed", "Reconnecting…");
   });
   document.addEventListener("htmx:wsError", function () {
     setSynced(false);
@@ -104,6 +125,7 @@
     syncTitle();
     restoreSelection();
     setSynced(true);
+    refusals = 0;
   });
 
   // Inbox keyboard: j / k move, Enter opens (the rows are links).

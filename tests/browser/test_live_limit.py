@@ -1,0 +1,66 @@
+"""A live page refused because its user has too many open (close code 4429), in a real
+browser: it says so, on a phone too, retries slowly instead of in a loop, and goes live
+again once the user closed another page."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from beamweaver_core.runtime import service
+from tests.browser.conftest import PHONE
+from tests.browser.test_inbox_live import WAIT, paused_item
+from tests.reviews.conftest import make_reviewer
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+SERVER_ENV = {"BEAMWEAVER_LIVE_SOCKETS_PER_USER": "1"}
+PAUSED = '#live-status[data-state="paused"]'
+LIVE = '#live-status[data-state="open"][data-synced]'
+
+
+def test_a_page_past_the_limit_says_live_updates_are_paused_and_retries_slowly(
+    sessions: Any,
+) -> None:
+    from playwright.sync_api import TimeoutError as NotYet
+
+    alice = sessions(make_reviewer("alice"))
+    service.start_run("tool_review", {}, thread_id="limit-1")
+    item = paused_item("limit-1")
+    other_tab = alice.context.new_page()
+    other_tab.goto(alice.base + "/")
+    other_tab.wait_for_selector(LIVE, timeout=WAIT)
+    page = alice.page
+    sockets: list[str] = []
+    page.on("websocket", lambda ws: sockets.append(ws.url))
+    page.clock.install()
+
+    alice.open(f"/items/{item.pk}/")
+
+    status = page.wait_for_selector(PAUSED, timeout=WAIT)
+    assert status.inner_text() == (
+        "Live updates paused: too many of your BeamWeaver pages are open. Close some; "
+        "this page reconnects by itself (until then it refreshes less often)."
+    )
+    page.set_viewport_size(PHONE)
+    assert status.is_visible()
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+    # The first retry comes 15 to 30 s later, not within a second as after a 1006.
+    page.clock.fast_forward(14_000)
+    assert len(sockets) == 1
+    with page.expect_websocket():
+        page.clock.fast_forward(16_000)
+    page.wait_for_selector(PAUSED, timeout=WAIT)  # refused again: the other tab is open
+    assert len(sockets) == 2
+
+    other_tab.close()
+    for _ in range(5):  # the server frees the other tab's place when its socket ends
+        page.clock.fast_forward("08:00")
+        try:
+            page.wait_for_selector(LIVE, timeout=3_000)
+            break
+        except NotYet:
+            continue
+    assert page.inner_text("#live-status") == "Live"
+    assert "Waiting for your decision." in page.inner_text("#item-status")
