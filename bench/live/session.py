@@ -32,6 +32,9 @@ def server_env(database_url: str, graphs: dict[str, str] | None = None) -> dict[
         "DEBUG": "0",
         "LOG_LEVEL": "WARNING",
         "BEAMWEAVER_LOG_LEVEL": "WARNING",
+        # The workloads open up to thousands of sockets with one reviewer's session (as
+        # that many tabs); the per-user bound of a real site would refuse all but 50.
+        "BEAMWEAVER_LIVE_SOCKETS_PER_USER": "100000",
     }
 
 
