@@ -30,6 +30,17 @@ def paused_item(thread_id: str) -> ReviewItem:
     return wait_for(lambda: ReviewItem.objects.filter(thread_id=thread_id).first())
 
 
+def editing(sessions: Any, thread_id: str) -> tuple[Any, Any]:
+    """Alice's session and her live page of a paused `tool_review` run (thread
+    `thread_id`), its edit form open."""
+    alice = sessions(make_reviewer("alice"))
+    service.start_run("tool_review", {}, thread_id=thread_id)
+    page = alice.open(f"/items/{paused_item(thread_id).pk}/")
+    alice.wait_live()
+    page.check("input[name=d0-type][value=edit]")
+    return alice, page
+
+
 def test_two_reviewers_see_a_run_pause_live_and_one_approves(sessions: Any) -> None:
     alice, bob = sessions(make_reviewer("alice")), sessions(make_reviewer("bob"))
     for session in (alice, bob):
@@ -101,18 +112,36 @@ def test_an_edit_with_a_schema_error_is_shown_inline(sessions: Any) -> None:
     assert alice.errors == [] and alice.csp_violations == []
 
 
+def test_each_edit_is_previewed_once_even_when_the_field_is_left(sessions: Any) -> None:
+    """An operator types into one argument, then moves to the next and types there: two
+    edits, two previews. Leaving the first field (its `change` event) sent its preview a
+    second time, the same form again, and the diff was swapped in twice. Choosing to
+    edit the JSON instead is still previewed."""
+    alice, page = editing(sessions, "preview-once")
+
+    page.click("#d0-arg2")
+    page.keyboard.press("End")
+    page.keyboard.type(" (draft)")
+    page.wait_for_selector("#diff-0 ins:has-text('Weekly report (draft)')", timeout=WAIT)
+    page.click("#d0-arg0")
+    page.keyboard.press("End")
+    page.keyboard.type(" Thanks.")
+    page.wait_for_selector("#diff-0 ins:has-text('Bye. Thanks.')", timeout=WAIT)
+
+    previews = [url for url in alice.requests if url.endswith("/actions/0/preview/")]
+    assert len(previews) == 2
+    assert page.input_value("#d0-arg2") == "Weekly report (draft)"
+    page.click("details.json-mode summary")
+    with page.expect_response("**/actions/0/preview/"):  # choosing the JSON previews it
+        page.check("input[name=d0-mode][value=json]")
+
+
 def test_a_refused_decision_swaps_in_without_inline_styles(sessions: Any) -> None:
     """A reviewer resized a text box (the browser gives it a style attribute), then sent
     an invalid edit: the 422 answer swaps in without any CSP violation (htmx's settle step
     copied the style attribute to the new form, which the CSP refuses); the `sessions`
     fixture fails the test on any violation or console error."""
-    alice = sessions(make_reviewer("alice"))
-    service.start_run("tool_review", {}, thread_id="resized-1")
-    item = paused_item("resized-1")
-    page = alice.open(f"/items/{item.pk}/")
-    alice.wait_live()
-
-    page.check("input[name=d0-type][value=edit]")
+    _alice, page = editing(sessions, "resized-1")
     # What dragging a text box's corner does.
     page.eval_on_selector("#d0-message", "box => { box.style.height = '12em'; }")
     page.fill("#d0-arg1", "9")
