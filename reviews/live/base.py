@@ -39,6 +39,10 @@ ROW_HINTS = frozenset(
 HINTS = ROW_HINTS | {realtime.PRESENCE, "run.event", "run.status"}
 """The channel layer's messages: noted on the event loop (`LiveConsumer.dispatch`)."""
 CLOSE_FORBIDDEN = 4403
+CLOSE_FAILED = 1011
+"""The close code of a socket whose push failed: "internal error", which htmx's ws
+extension retries (as it does 1006, 1012 and 1013), so the page reconnects and resyncs.
+A plain close (1000) is not retried: the page stayed without live updates."""
 CLOSE_TOO_MANY = 4429
 """The close code of a socket refused because its user holds
 `BEAMWEAVER["LIVE_SOCKETS_PER_USER"]` open in this process already. Sent after accepting:
@@ -223,13 +227,13 @@ class LiveConsumer(AsyncWebsocketConsumer):
 
     async def deliver(self, frames: list[str] | BaseException | None) -> None:
         """Send what a round rendered: the frames, or close (4403 when refused; a failed
-        render closes too, so that the page reconnects and resyncs from Postgres)."""
+        render closes with 1011, so that the page reconnects and resyncs from Postgres)."""
         if self.closing:
             return
         if isinstance(frames, BaseException):
             logger.warning("Live push failed; closing the socket", exc_info=frames)
             self.closing = True
-            await self.close()
+            await self.close(code=CLOSE_FAILED)
         elif frames is None:
             self.closing = True
             await self.close(code=CLOSE_FORBIDDEN)

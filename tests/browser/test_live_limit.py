@@ -15,6 +15,14 @@ from tests.reviews.conftest import make_reviewer
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
+
+def shown_on_a_phone(page: Any, status: Any) -> None:
+    """At a phone's width the live status is visible and the page has no sideways scroll."""
+    page.set_viewport_size(PHONE)
+    assert status.is_visible()
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+
+
 SERVER_ENV = {"BEAMWEAVER_LIVE_SOCKETS_PER_USER": "1"}
 PAUSED = '#live-status[data-state="paused"]'
 LIVE = '#live-status[data-state="open"][data-synced]'
@@ -43,9 +51,7 @@ def test_a_page_past_the_limit_says_live_updates_are_paused_and_retries_slowly(
         "Live updates paused: too many of your BeamWeaver pages are open. Close some; "
         "this page reconnects by itself (until then it refreshes less often)."
     )
-    page.set_viewport_size(PHONE)
-    assert status.is_visible()
-    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+    shown_on_a_phone(page, status)
     # The first retry comes 15 to 30 s later, not within a second as after a 1006.
     page.clock.fast_forward(14_000)
     assert len(sockets) == 1

@@ -103,11 +103,34 @@
     setSynced(false);
     setLive("open", "Live");
   });
+  // A socket the server closed because this page may no longer be watched
+  // (reviews.live.base.CLOSE_FORBIDDEN: signed out, deactivated, or access taken away).
+  // Nothing reconnects: the page says so instead of "Reconnecting…" for ever.
+  var FORBIDDEN = 4403;
+  // The codes htmx's ws extension retries by itself (hx-ws-2.js); after any other close
+  // (a server going away with 1001, say) this page retries once, 1 to 5 s later.
+  var RETRIED = [1006, 1011, 1012, 1013];
+  function retryLater(socket) {
+    window.setTimeout(function () { socket.reconnect(); }, 1000 + Math.random() * 4000);
+  }
   document.addEventListener("htmx:wsClose", function (event) {
     setSynced(false);
     var close = event.detail.event;
-    if (close && close.code === TOO_MANY) pauseLive(event.detail.socketWrapper);
-    else setLive("closed", "Reconnecting…");
+    var code = close ? close.code : 1006;
+    if (code === TOO_MANY) {
+      pauseLive(event.detail.socketWrapper);
+      return;
+    }
+    if (code === FORBIDDEN) {
+      setLive("stopped", "Live updates stopped: you are signed out or may no longer see " +
+        "this page. Reload it to sign in again.");
+      return;
+    }
+    setLive("closed", "Reconnecting…");
+    // A socket whose element left the page was closed by the extension itself.
+    if (RETRIED.indexOf(code) < 0 && document.body.contains(event.target)) {
+      retryLater(event.detail.socketWrapper);
+    }
   });
   document.addEventListener("htmx:wsError", function () {
     setSynced(false);
