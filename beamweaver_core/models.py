@@ -50,9 +50,6 @@ class Thread(models.Model):
     class Meta:
         db_table = "bw_thread"
         ordering = ["-updated_at"]
-        # Operators' right to time travel: replay a thread from a past checkpoint, or fork
-        # it there with edited state (`beamweaver_core.runtime.forks`).
-        permissions = [("fork_thread", "Can replay or fork a thread from a past checkpoint")]
 
     def __str__(self) -> str:
         # Marked: ids from before the thread id rule may hold bidi or invisible characters.

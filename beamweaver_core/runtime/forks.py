@@ -26,8 +26,6 @@ from beamweaver_core.runtime import registry, service
 from beamweaver_core.runtime.signals import state_written
 from beamweaver_core.types import END
 
-FORK_PERMISSION = "beamweaver_core.fork_thread"
-"""Who may replay or fork a thread from the pages ("Can replay or fork a thread...")."""
 BUSY_STATUSES = (Run.Status.WAITING, Run.Status.QUEUED, Run.Status.RUNNING)
 MAX_VALUE = 100_000
 """Characters of one edited value's JSON at most."""
@@ -164,7 +162,6 @@ def fork(
 
 __all__ = [
     "BUSY_STATUSES",
-    "FORK_PERMISSION",
     "Fork",
     "ForkError",
     "QuestionPendingError",

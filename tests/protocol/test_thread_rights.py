@@ -103,6 +103,29 @@ def test_managers_are_refused_too_and_holders_of_cancel_any_run_may() -> None:
     assert [status for status, _ in allowed.values()] == [200, 200, 200, 204, 409], allowed
 
 
+def test_a_fork_or_a_replay_from_a_past_checkpoint_is_a_change() -> None:
+    """Forking follows the rule of changing, whoever asks (the thread page asks it too):
+    a state update at a past checkpoint and a run from one are 403 for bob and change
+    nothing; its requester needs no other right."""
+    alice, bob = client_of("alice"), client_of("bob")
+    thread = _finished(alice)
+    first = Checkpoint.objects.filter(thread_id=thread, ns="").order_by("seq").first()
+    assert first is not None
+    fork = {"values": {"log": ["edited"]}, "as_node": "one", "checkpoint_id": first.checkpoint_id}
+    replay = {"assistant_id": "linear", "checkpoint_id": first.checkpoint_id}
+    before = _as_it_was(thread)
+
+    refused = [
+        bob.post(f"/lg/threads/{thread}/state", fork, content_type="application/json"),
+        bob.post(f"/lg/threads/{thread}/runs", replay, content_type="application/json"),
+    ]
+
+    assert [(r.status_code, r.json()) for r in refused] == [(403, {"detail": REFUSED})] * 2
+    assert _as_it_was(thread) == before
+    post(alice, f"/threads/{thread}/state", fork)
+    post(alice, f"/threads/{thread}/runs", replay)
+
+
 def test_a_reviewer_who_may_reject_every_review_the_thread_waits_for_may_end_it() -> None:
     """As they may cancel its run: writing `__end__` drops the question, rejecting nothing
     they could not reject."""

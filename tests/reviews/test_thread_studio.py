@@ -1,7 +1,7 @@
 """The thread page as a studio, through the Django test client: the graph drawn with the
 paused node marked, what is pending at the top, the timeline with readable changes, and
-replaying or forking from a checkpoint for holders of `beamweaver_core.fork_thread`
-only, audited, as a new run on a branch."""
+replaying or forking from a checkpoint for who may change the thread only, audited, as a
+new run on a branch."""
 
 from __future__ import annotations
 
@@ -20,12 +20,6 @@ from reviews.timeline import state_diff
 from tests.reviews.conftest import client_for, make_reviewer, pause, run_next
 
 pytestmark = pytest.mark.django_db
-
-
-def forker(name: str) -> User:
-    user = make_reviewer(name)
-    user.user_permissions.add(Permission.objects.get(codename="fork_thread"))
-    return User.objects.get(pk=user.pk)
 
 
 def finished_steps(thread_id: str, user: User | None = None) -> list[Any]:
@@ -74,7 +68,7 @@ def test_the_timeline_says_what_caused_each_step_and_what_changed(alice: User) -
     timeline = html[html.index('id="thread-history"') :]
     assert "Ran s2" in timeline and "Input" in timeline
     assert re.search(r"<code>log</code> appended\s*<ins>2</ins>", timeline)
-    assert "Replay from here" not in timeline  # alice may not time travel
+    assert "Replay from here" not in timeline  # alice may not change the thread
 
 
 def test_a_state_diff_lists_appended_items_and_changed_fields() -> None:
@@ -93,25 +87,11 @@ def test_a_state_diff_lists_appended_items_and_changed_fields() -> None:
     ]
 
 
-def test_forking_needs_the_permission(alice: User) -> None:
-    snapshots = finished_steps("studio-2")
-    at = checkpoint_id(snapshots[3])
-    client = client_for(alice)
-
-    page = client.get(f"/fork/{at}/studio-2/")
-    post = client.post(f"/fork/{at}/studio-2/", {"checkpoint_id": at, "mode": "replay"})
-
-    assert page.status_code == post.status_code == 403
-    assert "Can replay or fork a thread from a past checkpoint" in page.content.decode()
-    assert Run.objects.filter(thread_id="studio-2").count() == 1
-    assert not AuditEvent.objects.filter(action="forked").exists()
-
-
 def test_forking_someone_elses_thread_follows_the_rule_of_who_may_change_it(db: Any) -> None:
-    """As over `/lg` (`reviews.thread_rights`): the permission lets its holder time travel
-    on threads they may change (they started its work, or may cancel any run), not on
-    every thread they see."""
-    alice, carol = make_reviewer("alice"), forker("carol")
+    """A replay or fork is a change of the thread, as over `/lg` (`reviews.thread_rights`):
+    for whoever started its work, a reviewer who may reject every review it waits for, or
+    a holder of "Can cancel any run"; not for every reviewer who sees it."""
+    alice, carol = make_reviewer("alice"), make_reviewer("carol")
     snapshots = finished_steps("studio-5", alice)
     at = checkpoint_id(snapshots[3])
     client = client_for(carol)
@@ -132,8 +112,20 @@ def test_forking_someone_elses_thread_follows_the_rule_of_who_may_change_it(db: 
     assert Run.objects.filter(thread_id="studio-5").count() == 2
 
 
+def test_whoever_started_a_threads_work_may_fork_it_with_no_other_permission(db: Any) -> None:
+    alice = make_reviewer("alice")
+    at = checkpoint_id(finished_steps("studio-2", alice)[3])
+
+    response = client_for(alice).post(
+        f"/fork/{at}/studio-2/", {"checkpoint_id": at, "mode": "replay"}
+    )
+
+    assert response.status_code == 302
+    assert Run.objects.filter(thread_id="studio-2", status="queued").count() == 1
+
+
 def test_a_fork_with_an_edited_value_is_audited_and_runs_as_a_branch(db: Any) -> None:
-    carol = forker("carol")
+    carol = make_reviewer("carol")
     snapshots = finished_steps("studio-3", carol)
     at = checkpoint_id(next(s for s in snapshots if s.values.get("log") == [0, 1, 2]))
     client = client_for(carol)
@@ -176,7 +168,7 @@ def test_a_fork_with_an_edited_value_is_audited_and_runs_as_a_branch(db: Any) ->
 
 
 def test_a_replay_from_the_timeline_is_a_new_run(db: Any) -> None:
-    carol = forker("carol")
+    carol = make_reviewer("carol")
     snapshots = finished_steps("studio-4", carol)
     at = checkpoint_id(snapshots[2])
 
