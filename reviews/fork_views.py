@@ -19,6 +19,7 @@ from beamweaver_core.runtime import registry
 from reviews import forking, payloads
 from reviews.decorators import reviewer_required
 from reviews.http_statuses import http_status
+from reviews.outcomes import Code
 from reviews.permissions import visible_threads
 from reviews.thread_rights import change_refusal
 
@@ -32,7 +33,8 @@ def _forbidden(request: AuthedRequest, thread: Thread, reason: str) -> HttpRespo
 @reviewer_required
 def fork_view(request: AuthedRequest, thread_id: str, checkpoint_id: str) -> HttpResponse:
     """Replay the thread from `checkpoint_id`, or fork it there with edited values: for
-    who may change the thread (`reviews.thread_rights`)."""
+    who may change the thread (`reviews.thread_rights`), checked again under the thread's
+    lock when the form is sent (`forking.fork_thread`)."""
     thread = get_object_or_404(visible_threads(request.user), id=thread_id)
     refusal = change_refusal(request.user, thread)
     if refusal is not None:
@@ -60,10 +62,14 @@ def fork_view(request: AuthedRequest, thread_id: str, checkpoint_id: str) -> Htt
     status = 200
     if request.method == "POST":
         if form.is_valid() and form.cleaned_data["checkpoint_id"] == checkpoint_id:
-            outcome = forking.fork_thread(request.user, thread, form.cleaned_data)
+            outcome = forking.fork_thread(request.user, thread.id, form.cleaned_data)
             if outcome.done:
                 messages.success(request, outcome.message)
                 return redirect("reviews:thread", thread_id=thread.id)
+            if outcome.code == Code.NOT_FOUND:
+                raise Http404(outcome.message)
+            if outcome.code == Code.NOT_ALLOWED:
+                return _forbidden(request, thread, outcome.message)
             form.add_error(None, outcome.message)
             status = http_status(outcome)
         else:

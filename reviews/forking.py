@@ -14,17 +14,20 @@ from collections.abc import Mapping
 from typing import Any
 
 from django import forms
+from django.db import transaction
 
 from beamweaver_core.exceptions import ThreadBusyError
 from beamweaver_core.models import Thread
 from beamweaver_core.redaction import REDACTED
 from beamweaver_core.runtime import registry
+from beamweaver_core.runtime.access import locked_if_visible
 from beamweaver_core.runtime.forks import ForkError, fork
 from beamweaver_core.users import User
 from reviews import payloads
 from reviews.forms import choice_field
 from reviews.models import AuditEvent
 from reviews.outcomes import Code, Outcome
+from reviews.thread_rights import change_refusal
 
 REPLAY = "replay"
 FORK = "fork"
@@ -117,9 +120,23 @@ class ForkForm(forms.Form):
         return [self[f"value_{position}"] for position in range(len(self.keys))]
 
 
-def fork_thread(user: User, thread: Thread, cleaned: Mapping[str, Any]) -> Outcome:
-    """Replay or fork `thread` as the valid form's data asks, audited; the run in
-    `Outcome.run`."""
+def fork_thread(user: User, thread_id: str, cleaned: Mapping[str, Any]) -> Outcome:
+    """Replay or fork the thread as the valid form's data asks, audited; the run in
+    `Outcome.run`. Checked and done in one transaction under the thread's lock: a pause
+    that hides the thread from `user`, or asks what they may not reject, updates the
+    thread's row before it writes its review items, so a check made before taking the
+    lock could fork a thread `user` no longer sees or may no longer change."""
+    with transaction.atomic():
+        thread = locked_if_visible(user, thread_id)
+        if thread is None:
+            return Outcome(Code.NOT_FOUND, "No such thread.")
+        refusal = change_refusal(user, thread)
+        if refusal is not None:
+            return refusal
+        return _forked(user, thread, cleaned)
+
+
+def _forked(user: User, thread: Thread, cleaned: Mapping[str, Any]) -> Outcome:
     edits = dict(cleaned.get("edits") or {}) if cleaned["mode"] == FORK else {}
     as_node = (cleaned.get("as_node") or None) if edits else None
     try:

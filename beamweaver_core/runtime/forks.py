@@ -129,7 +129,9 @@ def fork(
 ) -> Fork:
     """Replay the thread from `checkpoint_id` (no `values`), or fork it there with
     `values` written as `as_node` (`update_state`), as a new queued run. `ForkError` for
-    an unknown checkpoint, node or state key; `ThreadBusyError` while a run is active."""
+    an unknown checkpoint, node or state key; `ThreadBusyError` while a run is active.
+    Who may is the caller's to check, under the thread's lock in its own transaction
+    (`runtime.access.locked_if_visible`)."""
     thread = Thread.objects.filter(id=thread_id).first()
     if thread is None or not thread.graph:
         raise ForkError(f"Thread {thread_id!r} has no graph to fork.")
@@ -143,6 +145,9 @@ def fork(
     if values is not None:
         state_keys(graph, values)
     with transaction.atomic():
+        # The lock first (the caller may hold it already): the busy check below, or
+        # `update_state`'s, holds until the run is queued.
+        Thread.objects.select_for_update().filter(id=thread.id).first()
         written = ""
         start = checkpoint_id
         if values:
