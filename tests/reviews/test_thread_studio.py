@@ -16,6 +16,7 @@ from beamweaver_core.checkpoint import PostgresCheckpointer
 from beamweaver_core.models import Run
 from beamweaver_core.runtime import registry, service
 from reviews.models import AuditEvent
+from reviews.thread_rights import NOT_ALLOWED
 from reviews.timeline import state_diff
 from tests.reviews.conftest import client_for, make_reviewer, pause, run_next
 
@@ -101,7 +102,12 @@ def test_forking_someone_elses_thread_follows_the_rule_of_who_may_change_it(db: 
     thread_page = client.get("/threads/studio-5/").content.decode()
 
     assert page.status_code == post.status_code == 403
-    assert "You may not change this thread" in page.content.decode()
+    assert _card(page.content.decode()) == (
+        f"You may not replay or fork this thread {NOT_ALLOWED} You are signed in as carol: "
+        "ask one of them to do it, or an administrator for “Can cancel any run”. "
+        "Back to the thread"
+    )
+    assert _card(post.content.decode()) == _card(page.content.decode())
     assert Run.objects.filter(thread_id="studio-5").count() == 1
     assert not AuditEvent.objects.filter(action="forked").exists()
     assert "Replay from here" not in thread_page[thread_page.index('id="thread-history"') :]
@@ -110,6 +116,12 @@ def test_forking_someone_elses_thread_follows_the_rule_of_who_may_change_it(db: 
     replayed = operator.post(f"/fork/{at}/studio-5/", {"checkpoint_id": at, "mode": "replay"})
     assert replayed.status_code == 302
     assert Run.objects.filter(thread_id="studio-5").count() == 2
+
+
+def _card(html: str) -> str:
+    """The text of the page's card, tags dropped and spaces folded."""
+    card = html[html.index('<section class="card narrow">') : html.index("</section>")]
+    return " ".join(re.sub(r"<[^>]+>", " ", card).split())
 
 
 def test_whoever_started_a_threads_work_may_fork_it_with_no_other_permission(db: Any) -> None:
