@@ -118,6 +118,30 @@ def test_forking_someone_elses_thread_follows_the_rule_of_who_may_change_it(db: 
     assert Run.objects.filter(thread_id="studio-5").count() == 2
 
 
+def test_a_replay_by_an_operator_carries_on_the_requesters_work(db: Any) -> None:
+    """The replay's run is the operator's to have queued (its creator, the audit) but the
+    work stays alice's: it runs in her run's context, naming her, and she may still
+    change her thread, which the operator's replay used to take from her."""
+    alice, carol = make_reviewer("alice"), make_reviewer("carol")
+    carol.user_permissions.add(Permission.objects.get(codename="cancel_run"))
+    service.start_run("steps", {"log": []}, thread_id="studio-6", user=alice, context={"a": 1})
+    assert run_next().status == "succeeded"
+    graph = registry.compiled_graph("steps", PostgresCheckpointer())
+    at = checkpoint_id(
+        list(graph.get_state_history({"configurable": {"thread_id": "studio-6"}}))[3]
+    )
+
+    replayed = client_for(User.objects.get(pk=carol.pk)).post(
+        f"/fork/{at}/studio-6/", {"checkpoint_id": at, "mode": "replay"}
+    )
+
+    assert replayed.status_code == 302
+    run = Run.objects.get(thread_id="studio-6", status="queued")
+    assert (run.created_by, run.requester_id()) == (carol, alice.pk)
+    assert run.context == {"a": 1, "user_id": alice.pk, "username": "alice"}
+    assert client_for(alice).get(f"/fork/{at}/studio-6/").status_code == 200
+
+
 def _card(html: str) -> str:
     """The text of the page's card, tags dropped and spaces folded."""
     card = html[html.index('<section class="card narrow">') : html.index("</section>")]
