@@ -11,6 +11,7 @@ then its thread (`cancel_run`, a worker's step and its end): requests keep it.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -86,6 +87,6 @@ def test_cancelling_a_threads_runs_waits_for_the_running_ones_step() -> None:
     assert response.status_code == 204, response.content
     assert dict(Run.objects.filter(thread_id=thread).values_list("id", "status")) == {
         claim.run_id: Run.Status.CANCELLED,
-        Run.objects.get(id=queued["run_id"]).id: Run.Status.CANCELLED,
+        uuid.UUID(queued["run_id"]): Run.Status.CANCELLED,
     }
     assert RunEvent.objects.filter(run_id=claim.run_id).count() == 1
