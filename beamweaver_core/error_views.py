@@ -6,7 +6,11 @@ With Postgres restarting, its connections exhausted, or the pool timing out
 (`BEAMWEAVER_DB_POOL_TIMEOUT`), a request fails with `OperationalError` or
 `InterfaceError`. That is not a bug in the request and it is worth retrying, so the
 answer is `503 Service Unavailable` with `Retry-After`, rendered without touching the
-database (no template, no session, no user). Everything else is Django's ordinary 500.
+database (no template, no session, no user). Everything else is Django's ordinary 500,
+`OperationalError`s that Postgres reported about the request's own transaction among
+them (a deadlock it broke, a lock or statement timeout): the database was reached, and
+such an error is a defect to find (a deadlock is two transactions taking the same locks
+in opposite orders), not an outage to wait out.
 
 An API client reads JSON (`{"status", "code", "message"}`), so a path under the review
 API (wherever it is mounted) that resolves to nothing (a typo, a thread id the route cannot hold) gets a JSON
@@ -57,12 +61,19 @@ def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
     return defaults.page_not_found(request, exception)
 
 
+UNREACHABLE_STATES = ("08", "53", "57P01", "57P02", "57P03")
+"""SQLSTATEs (classes and codes) of a database that cannot be reached or used right now:
+connection exceptions, insufficient resources (too many connections), shutdown and
+start-up. A connection or pool failure on the client's side has no SQLSTATE at all."""
+
+
 def database_unavailable() -> bool:
     """Whether the exception being handled is the database being unreachable."""
     exc = sys.exc_info()[1]
     while exc is not None:
         if isinstance(exc, OperationalError | InterfaceError):
-            return True
+            state = getattr(exc.__cause__, "sqlstate", None)
+            return state is None or state.startswith(UNREACHABLE_STATES)
         exc = exc.__cause__ or exc.__context__
     return False
 
@@ -79,6 +90,7 @@ def server_error(request: HttpRequest, template_name: str = "500.html") -> HttpR
 
 __all__ = [
     "RETRY_AFTER_SECONDS",
+    "UNREACHABLE_STATES",
     "api_roots",
     "database_unavailable",
     "not_found",

@@ -50,9 +50,6 @@ class Thread(models.Model):
     class Meta:
         db_table = "bw_thread"
         ordering = ["-updated_at"]
-        # Operators' right to time travel: replay a thread from a past checkpoint, or fork
-        # it there with edited state (`beamweaver_core.runtime.forks`).
-        permissions = [("fork_thread", "Can replay or fork a thread from a past checkpoint")]
 
     def __str__(self) -> str:
         # Marked: ids from before the thread id rule may hold bidi or invisible characters.
@@ -173,6 +170,19 @@ class CheckpointWrite(models.Model):
         return f"{self.thread_id}/{self.ns or '-'} {self.checkpoint_id}:{self.task_id}"
 
 
+class RunManager(models.Manager["Run"]):
+    def requester_id(self, thread_id: str) -> int | None:
+        """Who asked for the thread's work: the creator of its latest run started from
+        input (new work, whoever queued it, is theirs); for a thread never started from
+        input, of its first start run. `None` for a thread with no start run, or one
+        started by code without a user."""
+        starts = self.filter(thread_id=thread_id, kind=Run.Kind.START)
+        found = (
+            starts.filter(input__isnull=False).order_by("-created_at").values("created_by_id")
+        ).first() or starts.order_by("created_at").values("created_by_id").first()
+        return None if found is None else found["created_by_id"]
+
+
 class Run(models.Model):
     """A durable run of a graph on a thread: queued, claimed by a worker, finished.
 
@@ -238,6 +248,8 @@ class Run(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
 
+    objects = RunManager()
+
     class Meta:
         db_table = "bw_run"
         constraints = [
@@ -262,17 +274,20 @@ class Run(models.Model):
     def __str__(self) -> str:
         return f"{self.kind} {self.graph} on {self.thread_id} ({self.status})"
 
+    def carries_on(self) -> bool:
+        """Whether the run carries on its thread's work rather than starting new work: a
+        resume (a decision), or a run without input (a replay or fork from a checkpoint,
+        a `goto` or `update` continuation)."""
+        return self.kind == Run.Kind.RESUME or self.input is None
+
     def requester_id(self) -> int | None:
-        """Who asked for the thread's work: this run's creator when it is a start run,
-        else whoever started the thread's latest start run (not a reviewer's resume)."""
-        if self.kind == Run.Kind.START:
+        """Who asked for the thread's work: this run's creator when it starts new work
+        from input, else the thread's requester (`RunManager.requester_id`): a run that
+        carries the work on (`carries_on`) is not its creator's, whether a reviewer's
+        decision or an operator's replay."""
+        if not self.carries_on():
             return self.created_by_id
-        return (
-            Run.objects.filter(thread_id=self.thread_id, kind=Run.Kind.START)
-            .order_by("-created_at")
-            .values_list("created_by_id", flat=True)
-            .first()
-        )
+        return Run.objects.requester_id(self.thread_id)
 
 
 class RunEvent(models.Model):

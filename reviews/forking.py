@@ -3,48 +3,34 @@ checkpoints, and the audited fork (`beamweaver_core.runtime.forks` makes the run
 
 The form has one JSON field per state key of the graph, filled with the checkpoint's
 (redacted) values; only the keys whose text changed are written, as `update_state(...,
-as_node=...)` would write them. Who may: a reviewer who sees the thread, holds
-`beamweaver_core.fork_thread`, and may change the thread (`reviews.thread_rights`: the
-rule of who may cancel its run, which `/lg` applies to state updates too).
+as_node=...)` would write them. Who may: a reviewer who sees the thread and may change it
+(`reviews.thread_rights`), the rule `/lg` applies to its forks too.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from django import forms
+from django.db import transaction
 
 from beamweaver_core.exceptions import ThreadBusyError
-from beamweaver_core.models import Run, Thread
+from beamweaver_core.models import Thread
 from beamweaver_core.redaction import REDACTED
 from beamweaver_core.runtime import registry
-from beamweaver_core.runtime.forks import FORK_PERMISSION, ForkError, fork
+from beamweaver_core.runtime.access import locked_if_visible
+from beamweaver_core.runtime.forks import ForkError, fork
 from beamweaver_core.users import User
 from reviews import payloads
 from reviews.forms import choice_field
 from reviews.models import AuditEvent
-from reviews.permissions import can_review
+from reviews.outcomes import Code, Outcome
 from reviews.thread_rights import change_refusal
 
 REPLAY = "replay"
 FORK = "fork"
-
-
-NEEDS_PERMISSION = (
-    "Time travel needs the permission “Can replay or fork a thread from a past checkpoint”: "
-    "ask an administrator for it."
-)
-
-
-def fork_refusal(user: User, thread: Thread) -> str | None:
-    """Why `user`, who sees `thread`, may not replay or fork it (`None`: they may)."""
-    if not (can_review(user) and user.has_perm(FORK_PERMISSION)):
-        return NEEDS_PERMISSION
-    refusal = change_refusal(user, thread)
-    return refusal.message if refusal is not None else None
 
 
 def state_keys(thread: Thread, values: Mapping[str, Any]) -> list[str]:
@@ -134,17 +120,23 @@ class ForkForm(forms.Form):
         return [self[f"value_{position}"] for position in range(len(self.keys))]
 
 
-@dataclass(frozen=True)
-class ForkOutcome:
-    """What a fork did: `run` on success, else `code` and `message` say why not."""
+def fork_thread(user: User, thread_id: str, cleaned: Mapping[str, Any]) -> Outcome:
+    """Replay or fork the thread as the valid form's data asks, audited; the run in
+    `Outcome.run`. Checked and done in one transaction under the thread's lock: a pause
+    that hides the thread from `user`, or asks what they may not reject, updates the
+    thread's row before it writes its review items, so a check made before taking the
+    lock could fork a thread `user` no longer sees or may no longer change."""
+    with transaction.atomic():
+        thread = locked_if_visible(user, thread_id)
+        if thread is None:
+            return Outcome(Code.NOT_FOUND, "No such thread.")
+        refusal = change_refusal(user, thread)
+        if refusal is not None:
+            return refusal
+        return _forked(user, thread, cleaned)
 
-    code: str
-    message: str
-    run: Run | None = None
 
-
-def fork_thread(user: User, thread: Thread, cleaned: Mapping[str, Any]) -> ForkOutcome:
-    """Replay or fork `thread` as the valid form's data asks, audited."""
+def _forked(user: User, thread: Thread, cleaned: Mapping[str, Any]) -> Outcome:
     edits = dict(cleaned.get("edits") or {}) if cleaned["mode"] == FORK else {}
     as_node = (cleaned.get("as_node") or None) if edits else None
     try:
@@ -152,9 +144,9 @@ def fork_thread(user: User, thread: Thread, cleaned: Mapping[str, Any]) -> ForkO
             thread.id, cleaned["checkpoint_id"], user=user, values=edits or None, as_node=as_node
         )
     except ForkError as exc:
-        return ForkOutcome("invalid", str(exc))
+        return Outcome(Code.INVALID, str(exc))
     except ThreadBusyError as exc:
-        return ForkOutcome("busy", str(exc))
+        return Outcome(Code.BUSY, str(exc))
     action = "Forked" if edits else "Replayed"
     AuditEvent.objects.create(
         actor=user,
@@ -177,7 +169,7 @@ def fork_thread(user: User, thread: Thread, cleaned: Mapping[str, Any]) -> ForkO
         },
         source="web",
     )
-    return ForkOutcome("accepted", f"{action}: run {str(made.run.id)[:8]} is queued.", made.run)
+    return Outcome(Code.ACCEPTED, f"{action}: run {str(made.run.id)[:8]} is queued.", run=made.run)
 
 
-__all__ = ["FORK", "REPLAY", "ForkForm", "ForkOutcome", "fork_refusal", "fork_thread", "state_keys"]
+__all__ = ["FORK", "REPLAY", "ForkForm", "fork_thread", "state_keys"]

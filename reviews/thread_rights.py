@@ -8,7 +8,9 @@ requester started and drop what its reviewers wait on, as a cancel can, so it is
 to make. Managers see every thread but get no right to change one from that alone.
 
 A thread nobody has started work on (no run yet) is nobody's: whoever sees it may change
-it, as they may start its first run (and so become its requester).
+it, as they may start its first run (and so become its requester). A replay or fork is a
+change like any other, and its run carries the thread's work on (`Run.carries_on`): the
+forker does not become the requester.
 """
 
 from __future__ import annotations

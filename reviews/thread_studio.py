@@ -10,8 +10,9 @@ from functools import cached_property
 
 from beamweaver_core.models import Thread
 from beamweaver_core.users import User
-from reviews import forking, graph_view, timeline
+from reviews import graph_view, timeline
 from reviews.models import ReviewItem
+from reviews.thread_rights import change_refusal
 from reviews.threads import ThreadState
 
 
@@ -63,7 +64,8 @@ class ThreadStudio:
 
     @cached_property
     def may_fork(self) -> bool:
-        return forking.fork_refusal(self.user, self.thread) is None
+        """Replay and fork are changes of the thread (`reviews.thread_rights`)."""
+        return change_refusal(self.user, self.thread) is None
 
     @cached_property
     def pending(self) -> list[Waiting]:

@@ -17,7 +17,7 @@ from beamweaver_core.protocol.auth import token_user
 from beamweaver_core.protocol.errors import ProtocolError, not_found
 from beamweaver_core.runtime import options as run_options
 from beamweaver_core.runtime import registry
-from beamweaver_core.runtime.access import access
+from beamweaver_core.runtime.access import access, locked_if_visible
 from beamweaver_core.types import StateSnapshot
 
 ACTIVE = (Run.Status.WAITING, Run.Status.QUEUED, Run.Status.RUNNING)
@@ -38,12 +38,9 @@ def thread(user: Any, thread_id: str) -> Thread:
 
 def locked(user: Any, thread_id: str) -> Thread:
     """The thread, its row locked until the caller's transaction ends, if `user` may see
-    it; 404 otherwise. Locked first, then checked: what hides a thread (the review items of
-    a question, written in the transaction that records the run's pause, which updates the
-    thread's row) waits for the lock or is seen, so the check holds until the caller
-    commits."""
-    found = Thread.objects.select_for_update().filter(id=thread_id).first()
-    if found is None or not threads(user).filter(id=thread_id).exists():
+    it (`runtime.access.locked_if_visible`); 404 otherwise."""
+    found = locked_if_visible(user, thread_id)
+    if found is None:
         raise not_found(f"Thread {thread_id!r}")
     return found
 

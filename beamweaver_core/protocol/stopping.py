@@ -27,6 +27,12 @@ def stop(user: Any, runs: Sequence[Run], action: str = "interrupt") -> None:
         if refusal is not None:
             raise ProtocolError(403, f"Run {run.id}: {refusal}")
     with transaction.atomic():
+        # Every run locked before any thread, oldest first: the runtime's order is a run,
+        # then its thread (`cancel_run`; a worker's step holds its run until the commit
+        # checks its events' foreign key against the thread). Cancelling one run locks the
+        # thread, so waiting for the next only then deadlocked with that run's worker.
+        locking = Run.objects.select_for_update().filter(id__in=[run.id for run in runs])
+        list(locking.order_by("created_at", "id").values_list("id", flat=True))
         # Newest first: cancelling a run promotes the one waiting behind it, which would
         # then be active while the older one is rolled back.
         for run in reversed(runs):

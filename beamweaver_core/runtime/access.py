@@ -73,4 +73,22 @@ def access() -> AccessPolicy:
     return _policy
 
 
-__all__ = ["AccessNotConfiguredError", "AccessPolicy", "access", "register_access"]
+def locked_if_visible(user: User, thread_id: str) -> Thread | None:
+    """The thread, its row locked until the caller's transaction ends, if `user` may see
+    it; `None` otherwise. Locked first, then checked: what hides a thread (the review items
+    of a question, written in the transaction that records the run's pause, which updates
+    the thread's row first) waits for the lock or is seen, so this check, and any the
+    caller makes next (who may change the thread), holds until the caller commits."""
+    found = Thread.objects.select_for_update().filter(id=thread_id).first()
+    if found is None or not access().visible_threads(user).filter(id=thread_id).exists():
+        return None
+    return found
+
+
+__all__ = [
+    "AccessNotConfiguredError",
+    "AccessPolicy",
+    "access",
+    "locked_if_visible",
+    "register_access",
+]

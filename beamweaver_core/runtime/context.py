@@ -22,11 +22,15 @@ MAX_CONTEXT_DEPTH = 32
 """Nesting of objects and arrays in a context."""
 
 
+REQUESTER_KEYS = ("user_id", "username")
+"""The context keys naming the requester (`requester`)."""
+
+
 def requester(user: Any) -> dict[str, Any]:
     """The context keys naming the user who requested a run (none without a user)."""
     if getattr(user, "pk", None) is None:
         return {}
-    return {"user_id": user.pk, "username": user.get_username()}
+    return dict(zip(REQUESTER_KEYS, (user.pk, user.get_username()), strict=True))
 
 
 def run_context(context: Mapping[str, Any] | None, user: Any = None) -> dict[str, Any] | None:
@@ -80,4 +84,10 @@ def _check_plain(context: Mapping[str, Any]) -> None:
             )
 
 
-__all__ = ["MAX_CONTEXT_BYTES", "MAX_CONTEXT_DEPTH", "requester", "run_context"]
+__all__ = [
+    "MAX_CONTEXT_BYTES",
+    "MAX_CONTEXT_DEPTH",
+    "REQUESTER_KEYS",
+    "requester",
+    "run_context",
+]

@@ -26,8 +26,6 @@ from beamweaver_core.runtime import registry, service
 from beamweaver_core.runtime.signals import state_written
 from beamweaver_core.types import END
 
-FORK_PERMISSION = "beamweaver_core.fork_thread"
-"""Who may replay or fork a thread from the pages ("Can replay or fork a thread...")."""
 BUSY_STATUSES = (Run.Status.WAITING, Run.Status.QUEUED, Run.Status.RUNNING)
 MAX_VALUE = 100_000
 """Characters of one edited value's JSON at most."""
@@ -131,7 +129,9 @@ def fork(
 ) -> Fork:
     """Replay the thread from `checkpoint_id` (no `values`), or fork it there with
     `values` written as `as_node` (`update_state`), as a new queued run. `ForkError` for
-    an unknown checkpoint, node or state key; `ThreadBusyError` while a run is active."""
+    an unknown checkpoint, node or state key; `ThreadBusyError` while a run is active.
+    Who may is the caller's to check, under the thread's lock in its own transaction
+    (`runtime.access.locked_if_visible`)."""
     thread = Thread.objects.filter(id=thread_id).first()
     if thread is None or not thread.graph:
         raise ForkError(f"Thread {thread_id!r} has no graph to fork.")
@@ -145,6 +145,9 @@ def fork(
     if values is not None:
         state_keys(graph, values)
     with transaction.atomic():
+        # The lock first (the caller may hold it already): the busy check below, or
+        # `update_state`'s, holds until the run is queued.
+        Thread.objects.select_for_update().filter(id=thread.id).first()
         written = ""
         start = checkpoint_id
         if values:
@@ -164,7 +167,6 @@ def fork(
 
 __all__ = [
     "BUSY_STATUSES",
-    "FORK_PERMISSION",
     "Fork",
     "ForkError",
     "QuestionPendingError",

@@ -13,6 +13,7 @@ import uuid
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from django.contrib.auth import get_user_model
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
@@ -23,7 +24,7 @@ from beamweaver_core.observability import instruments
 from beamweaver_core.observability.runs import queued_context
 from beamweaver_core.runtime import options as run_options
 from beamweaver_core.runtime import registry, thread_ids
-from beamweaver_core.runtime.context import run_context
+from beamweaver_core.runtime.context import REQUESTER_KEYS, run_context
 from beamweaver_core.runtime.events import announce_status
 from beamweaver_core.runtime.queue import promote_waiting
 from beamweaver_core.runtime.signals import run_finished
@@ -36,6 +37,20 @@ ACTIVE = (Run.Status.QUEUED, Run.Status.RUNNING)
 
 class RunStateError(BeamWeaverError, ValueError):
     """The run is not in a state that allows the operation."""
+
+
+def _carried_context(thread_id: str, context: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The context of a run that carries on the thread's work: `context`, else the thread's
+    latest run's, naming the thread's requester (`Run.objects.requester_id`) whatever it
+    named."""
+    if context is None:
+        latest = Run.objects.filter(thread_id=thread_id).order_by("-created_at")
+        context = latest.values_list("context", flat=True).first()
+    owner_id = Run.objects.requester_id(thread_id)
+    owner = None if owner_id is None else get_user_model().objects.filter(pk=owner_id).first()
+    if context is None:
+        return run_context(None, owner)
+    return run_context({k: v for k, v in context.items() if k not in REQUESTER_KEYS}, owner)
 
 
 def _jsonable(value: Any, what: str) -> Any:
@@ -63,7 +78,11 @@ def start_run(
 
     `context` (a JSON object) is the graph's `runtime.context`, kept with the run and
     reused by the thread's resumes; with a `user`, it also carries the requester's
-    `user_id` and `username` (taken from `user`, replacing keys of those names).
+    `user_id` and `username` (taken from `user`, replacing keys of those names). A run
+    without input on an existing thread (a replay or fork from a checkpoint, a `goto` or
+    `update`) carries on the thread's work (`Run.carries_on`): as a resume, it runs in the
+    context of the thread's latest run unless `context` gives a new one, and for the
+    thread's requester, not `user` (who is recorded as the run's creator).
     `metadata` is a new thread's; an existing thread gains the keys it lacks (its own
     keep their values).
     `options` say how to run (`beamweaver_core.runtime.options`). A thread takes one queued
@@ -97,6 +116,8 @@ def start_run(
                 raise ThreadBusyError(
                     f"Thread {thread_id!r} already has a queued run; wait for it to start."
                 )
+            if payload is None:
+                context_payload = _carried_context(thread_id, context)
         run = _create(
             Thread(id=thread_id),
             graph,

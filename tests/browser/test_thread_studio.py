@@ -139,7 +139,6 @@ def test_a_fork_from_a_past_checkpoint_with_an_edited_value_completes_as_a_branc
     GATE.touch()
     HOLD.touch()
     carol = make_reviewer("carol")
-    carol.user_permissions.add(Permission.objects.get(codename="fork_thread"))
     # She forks a thread someone else started: an operator who may cancel any run.
     carol.user_permissions.add(Permission.objects.get(codename="cancel_run"))
     operator = sessions(User.objects.get(pk=carol.pk))

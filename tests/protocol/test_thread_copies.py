@@ -11,20 +11,19 @@ whose run is running (writing checkpoints ahead of its items) is not copied.
 
 from __future__ import annotations
 
-import contextlib
-import threading
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from django.contrib.auth.models import Group, User
-from django.db import connection, connections, transaction
+from django.db import transaction
 
 from beamweaver_core.models import Checkpoint, Run, Thread
 from beamweaver_core.runtime.queue import claim_next_run
 from reviews.models import ReviewItem
 from tests.protocol.conftest import client_of, post
 from tests.reviews.conftest import run_next, use_policies
-from tests.support.waiting import wait_for
+from tests.support.locks import held_meanwhile
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("protocol_graphs")]
 
@@ -78,51 +77,23 @@ def test_a_question_hiding_the_thread_while_it_is_copied_is_seen_by_the_copy() -
     User.objects.get(username="alice").groups.add(finance)  # she still sees it
     hiding.reviewer_group_ids = [finance.pk]
     threads = Thread.objects.count()
-    asked, failures = threading.Event(), []
 
-    def pause() -> None:
+    def pause(held: Callable[[], None]) -> None:
         """What `execution._record` does for a pause: the thread's row, then the items of
         the question it asks (here one only finance decides, hiding the thread); committed
-        once the copy waits (or after 10 s)."""
-        try:
-            with transaction.atomic():
-                Thread.objects.filter(id=thread).update(status=Thread.Status.INTERRUPTED)
-                hiding.save()
-                asked.set()
-                with contextlib.suppress(AssertionError):
-                    wait_for(_waiting_for_a_thread_lock, timeout=10)
-        except BaseException as error:  # reported below, in the test's thread
-            failures.append(error)
-        finally:
-            asked.set()
-            connections.close_all()
+        once the copy waits."""
+        with transaction.atomic():
+            Thread.objects.filter(id=thread).update(status=Thread.Status.INTERRUPTED)
+            hiding.save()
+            held()
 
-    pausing = threading.Thread(target=pause)
-    pausing.start()
-    try:
-        asked.wait(10)
+    with held_meanwhile(pause, until_waiting="%bw_thread%FOR UPDATE%"):
         response = alice.post(f"/lg/threads/{thread}/copy")
-    finally:
-        pausing.join(15)
 
-    assert failures == []
     assert response.status_code == 409, response.content
     assert "is hidden from some reviewers" in response.json()["detail"]
     assert Thread.objects.count() == threads
     assert client_of("erin").get(f"/lg/threads/{thread}").status_code == 404
-
-
-def _waiting_for_a_thread_lock() -> bool:
-    with connection.cursor() as cursor:
-        # Asked inside the pause's transaction, which would otherwise keep reading the
-        # statistics snapshot its first look took (and so wait out its 10 s every time).
-        cursor.execute("SELECT pg_stat_clear_snapshot()")
-        cursor.execute(
-            "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
-            "AND query LIKE %s",
-            ["%bw_thread%FOR UPDATE%"],
-        )
-        return cursor.fetchone() == (1,)
 
 
 def test_a_thread_whose_run_is_running_is_not_copied() -> None:

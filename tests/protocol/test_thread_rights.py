@@ -103,6 +103,75 @@ def test_managers_are_refused_too_and_holders_of_cancel_any_run_may() -> None:
     assert [status for status, _ in allowed.values()] == [200, 200, 200, 204, 409], allowed
 
 
+def test_a_fork_or_a_replay_from_a_past_checkpoint_is_a_change() -> None:
+    """Forking follows the rule of changing, whoever asks (the thread page asks it too):
+    a state update at a past checkpoint and a run from one are 403 for bob and change
+    nothing; its requester needs no other right."""
+    alice, bob = client_of("alice"), client_of("bob")
+    thread = _finished(alice)
+    first = Checkpoint.objects.filter(thread_id=thread, ns="").order_by("seq").first()
+    assert first is not None
+    fork = {"values": {"log": ["edited"]}, "as_node": "one", "checkpoint_id": first.checkpoint_id}
+    replay = {"assistant_id": "linear", "checkpoint_id": first.checkpoint_id}
+    before = _as_it_was(thread)
+
+    refused = [
+        bob.post(f"/lg/threads/{thread}/state", fork, content_type="application/json"),
+        bob.post(f"/lg/threads/{thread}/runs", replay, content_type="application/json"),
+    ]
+
+    assert [(r.status_code, r.json()) for r in refused] == [(403, {"detail": REFUSED})] * 2
+    assert _as_it_was(thread) == before
+    post(alice, f"/threads/{thread}/state", fork)
+    post(alice, f"/threads/{thread}/runs", replay)
+
+
+def test_a_replay_by_a_reviewer_carries_on_the_requesters_work() -> None:
+    """A run without input (here a replay from a checkpoint) continues the thread's work,
+    as a resume does: it runs for the thread's requester, in the context of the run it
+    continues, and its questions name her. Bob, who may change the thread while he may
+    reject what it waits for, gains no lasting right by replaying it, and alice keeps
+    hers (he used to become the requester: she could then approve her own request's
+    questions, and no longer change her thread)."""
+    alice, bob, carol = client_of("alice"), client_of("bob"), client_of("carol")
+    alice_id = User.objects.get(username="alice").pk
+    thread = post(alice, "/threads", {})["thread_id"]
+    mail = {"messages": [{"type": "human", "content": "mail a"}]}
+    start = {"assistant_id": "mailer", "input": mail, "context": {"tenant": "acme"}}
+    post(alice, f"/threads/{thread}/runs", start)
+    assert run_next().status == Run.Status.INTERRUPTED
+    first = Checkpoint.objects.filter(thread_id=thread, ns="").order_by("seq").first()
+    assert first is not None
+
+    post(
+        bob,
+        f"/threads/{thread}/runs",
+        {"assistant_id": "mailer", "checkpoint_id": first.checkpoint_id},
+    )
+    replayed = run_next()
+
+    assert (replayed.status, replayed.created_by, replayed.requester_id()) == (
+        Run.Status.INTERRUPTED,
+        User.objects.get(username="bob"),
+        alice_id,
+    )
+    assert replayed.context == {"tenant": "acme", "user_id": alice_id, "username": "alice"}
+    asked = ReviewItem.objects.get(thread_id=thread, status=ReviewItem.Status.PENDING)
+    assert asked.requested_by_id == alice_id
+    approve = {"decisions": [{"type": "approve"}]}
+    post(
+        carol, f"/threads/{thread}/runs", {"assistant_id": "mailer", "command": {"resume": approve}}
+    )
+    assert run_next().status == Run.Status.SUCCEEDED
+    answers = {
+        name: client.patch(
+            f"/lg/threads/{thread}", {"metadata": {"by": name}}, content_type="application/json"
+        ).status_code
+        for name, client in (("bob", bob), ("alice", alice))
+    }
+    assert answers == {"bob": 403, "alice": 200}
+
+
 def test_a_reviewer_who_may_reject_every_review_the_thread_waits_for_may_end_it() -> None:
     """As they may cancel its run: writing `__end__` drops the question, rejecting nothing
     they could not reject."""

@@ -288,9 +288,13 @@ def test_a_thread_snapshot_reads_the_same_rows_however_many_runs_people_started(
         page.snapshot()
     from beamweaver_core.models import Run
 
-    for _ in range(3):
+    for _ in range(3):  # each started from input, as people start runs
         Run.objects.create(
-            thread_id=item.thread_id, graph=item.graph, created_by=alice, status="succeeded"
+            thread_id=item.thread_id,
+            graph=item.graph,
+            created_by=alice,
+            status="succeeded",
+            input={},
         )
     with CaptureQueriesContext(connection) as four_runs:
         snapshot = page.snapshot()

@@ -1,7 +1,7 @@
 """The thread page as a studio, through the Django test client: the graph drawn with the
 paused node marked, what is pending at the top, the timeline with readable changes, and
-replaying or forking from a checkpoint for holders of `beamweaver_core.fork_thread`
-only, audited, as a new run on a branch."""
+replaying or forking from a checkpoint for who may change the thread only, audited, as a
+new run on a branch."""
 
 from __future__ import annotations
 
@@ -16,16 +16,11 @@ from beamweaver_core.checkpoint import PostgresCheckpointer
 from beamweaver_core.models import Run
 from beamweaver_core.runtime import registry, service
 from reviews.models import AuditEvent
+from reviews.thread_rights import NOT_ALLOWED
 from reviews.timeline import state_diff
 from tests.reviews.conftest import client_for, make_reviewer, pause, run_next
 
 pytestmark = pytest.mark.django_db
-
-
-def forker(name: str) -> User:
-    user = make_reviewer(name)
-    user.user_permissions.add(Permission.objects.get(codename="fork_thread"))
-    return User.objects.get(pk=user.pk)
 
 
 def finished_steps(thread_id: str, user: User | None = None) -> list[Any]:
@@ -74,7 +69,7 @@ def test_the_timeline_says_what_caused_each_step_and_what_changed(alice: User) -
     timeline = html[html.index('id="thread-history"') :]
     assert "Ran s2" in timeline and "Input" in timeline
     assert re.search(r"<code>log</code> appended\s*<ins>2</ins>", timeline)
-    assert "Replay from here" not in timeline  # alice may not time travel
+    assert "Replay from here" not in timeline  # alice may not change the thread
 
 
 def test_a_state_diff_lists_appended_items_and_changed_fields() -> None:
@@ -93,25 +88,11 @@ def test_a_state_diff_lists_appended_items_and_changed_fields() -> None:
     ]
 
 
-def test_forking_needs_the_permission(alice: User) -> None:
-    snapshots = finished_steps("studio-2")
-    at = checkpoint_id(snapshots[3])
-    client = client_for(alice)
-
-    page = client.get(f"/fork/{at}/studio-2/")
-    post = client.post(f"/fork/{at}/studio-2/", {"checkpoint_id": at, "mode": "replay"})
-
-    assert page.status_code == post.status_code == 403
-    assert "Can replay or fork a thread from a past checkpoint" in page.content.decode()
-    assert Run.objects.filter(thread_id="studio-2").count() == 1
-    assert not AuditEvent.objects.filter(action="forked").exists()
-
-
 def test_forking_someone_elses_thread_follows_the_rule_of_who_may_change_it(db: Any) -> None:
-    """As over `/lg` (`reviews.thread_rights`): the permission lets its holder time travel
-    on threads they may change (they started its work, or may cancel any run), not on
-    every thread they see."""
-    alice, carol = make_reviewer("alice"), forker("carol")
+    """A replay or fork is a change of the thread, as over `/lg` (`reviews.thread_rights`):
+    for whoever started its work, a reviewer who may reject every review it waits for, or
+    a holder of "Can cancel any run"; not for every reviewer who sees it."""
+    alice, carol = make_reviewer("alice"), make_reviewer("carol")
     snapshots = finished_steps("studio-5", alice)
     at = checkpoint_id(snapshots[3])
     client = client_for(carol)
@@ -121,7 +102,12 @@ def test_forking_someone_elses_thread_follows_the_rule_of_who_may_change_it(db: 
     thread_page = client.get("/threads/studio-5/").content.decode()
 
     assert page.status_code == post.status_code == 403
-    assert "You may not change this thread" in page.content.decode()
+    assert _card(page.content.decode()) == (
+        f"You may not replay or fork this thread {NOT_ALLOWED} You are signed in as carol: "
+        "ask one of them to do it, or an administrator for “Can cancel any run”. "
+        "Back to the thread"
+    )
+    assert _card(post.content.decode()) == _card(page.content.decode())
     assert Run.objects.filter(thread_id="studio-5").count() == 1
     assert not AuditEvent.objects.filter(action="forked").exists()
     assert "Replay from here" not in thread_page[thread_page.index('id="thread-history"') :]
@@ -132,8 +118,50 @@ def test_forking_someone_elses_thread_follows_the_rule_of_who_may_change_it(db: 
     assert Run.objects.filter(thread_id="studio-5").count() == 2
 
 
+def test_a_replay_by_an_operator_carries_on_the_requesters_work(db: Any) -> None:
+    """The replay's run is the operator's to have queued (its creator, the audit) but the
+    work stays alice's: it runs in her run's context, naming her, and she may still
+    change her thread, which the operator's replay used to take from her."""
+    alice, carol = make_reviewer("alice"), make_reviewer("carol")
+    carol.user_permissions.add(Permission.objects.get(codename="cancel_run"))
+    service.start_run("steps", {"log": []}, thread_id="studio-6", user=alice, context={"a": 1})
+    assert run_next().status == "succeeded"
+    graph = registry.compiled_graph("steps", PostgresCheckpointer())
+    at = checkpoint_id(
+        list(graph.get_state_history({"configurable": {"thread_id": "studio-6"}}))[3]
+    )
+
+    replayed = client_for(User.objects.get(pk=carol.pk)).post(
+        f"/fork/{at}/studio-6/", {"checkpoint_id": at, "mode": "replay"}
+    )
+
+    assert replayed.status_code == 302
+    run = Run.objects.get(thread_id="studio-6", status="queued")
+    assert (run.created_by, run.requester_id()) == (carol, alice.pk)
+    assert run.context == {"a": 1, "user_id": alice.pk, "username": "alice"}
+    assert client_for(alice).get(f"/fork/{at}/studio-6/").status_code == 200
+
+
+def _card(html: str) -> str:
+    """The text of the page's card, tags dropped and spaces folded."""
+    card = html[html.index('<section class="card narrow">') : html.index("</section>")]
+    return " ".join(re.sub(r"<[^>]+>", " ", card).split())
+
+
+def test_whoever_started_a_threads_work_may_fork_it_with_no_other_permission(db: Any) -> None:
+    alice = make_reviewer("alice")
+    at = checkpoint_id(finished_steps("studio-2", alice)[3])
+
+    response = client_for(alice).post(
+        f"/fork/{at}/studio-2/", {"checkpoint_id": at, "mode": "replay"}
+    )
+
+    assert response.status_code == 302
+    assert Run.objects.filter(thread_id="studio-2", status="queued").count() == 1
+
+
 def test_a_fork_with_an_edited_value_is_audited_and_runs_as_a_branch(db: Any) -> None:
-    carol = forker("carol")
+    carol = make_reviewer("carol")
     snapshots = finished_steps("studio-3", carol)
     at = checkpoint_id(next(s for s in snapshots if s.values.get("log") == [0, 1, 2]))
     client = client_for(carol)
@@ -176,7 +204,7 @@ def test_a_fork_with_an_edited_value_is_audited_and_runs_as_a_branch(db: Any) ->
 
 
 def test_a_replay_from_the_timeline_is_a_new_run(db: Any) -> None:
-    carol = forker("carol")
+    carol = make_reviewer("carol")
     snapshots = finished_steps("studio-4", carol)
     at = checkpoint_id(snapshots[2])
 
