@@ -9,6 +9,7 @@ runs them.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from beamweaver_core.checkpoint import serde
@@ -290,12 +291,10 @@ class RunLoop(StepLoop):
         The fork keeps the old checkpoint's tasks (and their ids, so pending interrupt ids
         stay valid) and the answers interrupted tasks had consumed; finished tasks run again.
         """
-        kept = {tid: rec for tid, rec in self.records.items() if rec.status == "interrupted"}
+        self.records = {t: r for t, r in self.records.items() if r.status == "interrupted"}
         fork = self.staging.fork(base, self._metadata(after=base.metadata.get("_after", ())))
-        for tid, rec in kept.items():
-            self.staging.record(fork.id, tid, rec)
+        self._carry_records(fork)
         self.current = fork
-        self.records = kept
         self.breakpoint_passed = False
 
     def _apply_command(
@@ -343,12 +342,23 @@ class RunLoop(StepLoop):
             metadata=self._metadata(after=after),
         )
         self.step = new.step
-        for tid, rec in self.records.items():
-            self.staging.record(new.id, tid, rec)
+        self._carry_records(new)
         self.current = new
         self.tasks = new.tasks
         if keep_breakpoint and self.breakpoint_passed:
             self._pass_breakpoint()
+
+    def _carry_records(self, new: Checkpoint) -> None:
+        """Stage the step's records again on `new`, which continues the same step: what
+        finished or waits carries over; what a failed attempt raised stays with the
+        checkpoint it failed at (the task runs again from `new`)."""
+        self.records = {
+            tid: replace(rec, error=None)
+            for tid, rec in self.records.items()
+            if rec.status != "failed"
+        }
+        for tid, rec in self.records.items():
+            self.staging.record(new.id, tid, rec)
 
 
 def no_checkpoint(thread_id: str | None, checkpoint_id: str) -> str:

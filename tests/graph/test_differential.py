@@ -388,3 +388,37 @@ def test_a_breakpoint_inside_a_narrow_subgraph() -> None:
     assert results[0] == results[1]
     assert results[0][1] == ({"items": ["c0"], "private": "p"}, ("c1",))
     assert results[0][2] == {"items": ["c0", "c1:p"], "last": "x"}
+
+
+# -- a failed step ---------------------------------------------------------------------
+
+
+def test_a_failed_step_shows_the_same_error_and_runs_again() -> None:
+    """LangGraph stores a failed task's ERROR write as `repr(exc)` and shows it on the task
+    in `get_state`; the task stays next and runs again on `invoke(None)`."""
+    results = []
+    for e in (Engine("beamweaver"), Engine("langgraph")):
+        failures = [ValueError("card declined")]
+
+        def charge(state: Any, failures: list[Exception] = failures) -> dict[str, Any]:
+            if failures:
+                raise failures.pop()
+            return {"items": ["charged"]}
+
+        b = e.builder()
+        b.add_node("price", add("price"))
+        b.add_node("charge", charge)
+        b.add_edge(e.START, "price")
+        b.add_edge("price", "charge")
+        graph = e.compile(b, checkpointed=True)
+        config = thread()
+        with pytest.raises(ValueError, match="card declined"):
+            graph.invoke({"items": []}, config)
+        failed = graph.get_state(config)
+        seen = (tuple(failed.next), [(t.name, t.error) for t in failed.tasks])
+        results.append((seen, run(e, graph, None, config)))
+    assert results[0] == results[1]
+    assert results[0] == (
+        (("charge",), [("charge", "ValueError('card declined')")]),
+        {"items": ["price", "charged"]},
+    )

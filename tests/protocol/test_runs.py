@@ -82,6 +82,12 @@ def test_a_failed_run_answers_its_error_and_the_thread_shows_it(
         lg.runs.wait(thread["thread_id"], "explode", input={})
     assert lg.threads.get(thread["thread_id"])["status"] == "error"
     assert lg.runs.list(thread["thread_id"])[0]["status"] == "error"
+    # The task that raised is still next, with its error (redacted, as the run's).
+    state = lg.threads.get_state(thread["thread_id"])
+    assert state["next"] == ["explode"]
+    assert [(t["name"], t["error"]) for t in state["tasks"]] == [
+        ("explode", "RuntimeError('the tool backend is down (api_key=[redacted])')")
+    ]
 
 
 def test_stateless_runs_have_threads_of_their_own(lg_url: str, alice_token: str) -> None:

@@ -470,3 +470,33 @@ def test_a_second_answer_to_the_same_question_is_refused(both: dict[str, Any]) -
 
     assert status_of(answer_twice(both["ours"])) == 409
     assert status_of(answer_twice(both["theirs"])) == 200
+
+
+SECRET = "sk-test-0123456789abcdefghij"  # in the error the "explode" graphs raise
+
+
+def test_a_failed_run_shows_its_error_on_the_task_that_raised(both: dict[str, Any]) -> None:
+    """Both servers show the failed task still next, with its error as `repr` of the
+    exception (LangGraph's ERROR write). The error's text is the node's: BeamWeaver
+    withholds the credential in it (docs/protocol.md), LangGraph's server shows it."""
+
+    def scenario(lg: Any) -> dict[str, Any]:
+        thread_id = lg.threads.create()["thread_id"]
+        failed = lg.runs.wait(thread_id, "explode", input={}, raise_error=False)
+        state = lg.threads.get_state(thread_id)
+        return {
+            "error": failed["__error__"],
+            "status": lg.threads.get(thread_id)["status"],
+            "next": state["next"],
+            "tasks": [(t["name"], t["error"], t["result"]) for t in state["tasks"]],
+        }
+
+    ours, theirs = on_both(both, scenario)
+    said = "the tool backend is down (api_key={})"
+    assert theirs["error"] == {"error": "RuntimeError", "message": said.format(SECRET)}
+    assert ours["error"] == {"error": "RuntimeError", "message": said.format("[redacted]")}
+    assert theirs["tasks"] == [["explode", f"RuntimeError('{said.format(SECRET)}')", None]]
+    assert ours["tasks"] == [["explode", f"RuntimeError('{said.format('[redacted]')}')", None]]
+    for side in (ours, theirs):
+        del side["error"], side["tasks"]
+    assert ours == theirs == {"status": "error", "next": ["explode"]}
