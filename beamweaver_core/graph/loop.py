@@ -23,7 +23,7 @@ from beamweaver_core.exceptions import (
 )
 from beamweaver_core.graph.checkpoints import new_id
 from beamweaver_core.graph.definition import GraphDefinition
-from beamweaver_core.graph.resume import resume_map
+from beamweaver_core.graph.resume import NO_VALUE, resume_map
 from beamweaver_core.graph.scheduling import chosen_routes, routes_after
 from beamweaver_core.graph.steps import StepLoop
 from beamweaver_core.graph.updates import apply_writes
@@ -190,6 +190,10 @@ class RunLoop(StepLoop):
     ) -> None:
         """Continue the thread's pending step, answering interrupts with `resume`.
 
+        With `update` or `goto` (a `Command` given as input) and no `resume`, the questions
+        the step waits on stay unanswered and keep waiting (their nodes are not run again),
+        while a static breakpoint is continued past, as `invoke(None)` continues it.
+
         Every check happens before anything is written, so a refused resume leaves the
         thread exactly as it was.
         """
@@ -207,7 +211,10 @@ class RunLoop(StepLoop):
         self._adopt(base)
         self.check_tasks_known()
         pending = self.pending_interrupts()
-        self.resume_map = resume_map(resume, pending, self.thread_id)
+        answerable = pending
+        if resume is NO_VALUE and (update is not None or goto):
+            answerable = tuple(i for i in pending if i.timing is not None)
+        self.resume_map = resume_map(resume, answerable, self.thread_id)
         if base is not head:
             self._fork(base)
         if update is not None or goto:
@@ -310,6 +317,10 @@ class RunLoop(StepLoop):
         without `as_node`) a pending breakpoint stays pending, or passed if it was."""
         assert self.current is not None
         base = self.current
+        # A breakpoint this call continues past stays passed on the new checkpoint (whose
+        # breakpoint would otherwise be a new one, with a new id nobody answered).
+        stop = self._pending_breakpoint()
+        passing = stop is not None and stop.id in self.resume_map
         writes = serde.normalize_writes(update or {})
         old_values = dict(self.values)
         apply_writes(self.values, writes, self.graph.reducers)
@@ -345,7 +356,7 @@ class RunLoop(StepLoop):
         self._carry_records(new)
         self.current = new
         self.tasks = new.tasks
-        if keep_breakpoint and self.breakpoint_passed:
+        if passing or (keep_breakpoint and self.breakpoint_passed):
             self._pass_breakpoint()
 
     def _carry_records(self, new: Checkpoint) -> None:
