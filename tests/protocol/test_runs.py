@@ -224,6 +224,26 @@ def test_commands_config_context_and_forks_reach_the_run(lg_url: str, alice_toke
         )
 
 
+def test_a_command_changes_a_thread_waiting_for_an_answer_or_goes_with_the_answer(
+    lg_url: str, alice_token: str
+) -> None:
+    lg = client(lg_url, alice_token)
+    thread = lg.threads.create()["thread_id"]
+    paused = lg.runs.wait(thread, "ask", input={"amount": 2})
+
+    changed = lg.runs.wait(thread, "ask", command={"update": {"amount": 3}, "goto": "finish"})
+
+    assert changed == {"amount": 3, "log": ["finish"], "__interrupt__": paused["__interrupt__"]}
+    assert lg.threads.get(thread)["status"] == "interrupted"
+    done = lg.runs.wait(thread, "ask", command={"resume": "yes", "update": {"amount": 4}})
+    assert done == {"amount": 4, "answer": "yes", "log": ["finish"]}
+    decision = Decision.objects.get(item__thread_id=thread)
+    assert (decision.user.username, decision.source) == ("alice", "api")
+    with pytest.raises(httpx.HTTPStatusError) as unknown:
+        lg.runs.wait(thread, "ask", command={"goto": "nowhere"})
+    assert status_of(unknown) == 422
+
+
 def test_breakpoints_pause_the_run_and_another_user_continues_it(
     lg_url: str, alice_token: str, bob_token: str
 ) -> None:
