@@ -223,6 +223,8 @@ def encode_record(record: TaskRecord) -> str:
         data["i"] = list(record.interrupts)
     if record.questions:
         data["q"] = [[index, value] for index, value in sorted(record.questions.items())]
+    if record.error is not None:
+        data["e"] = record.error
     return serde.dumps(data, ("<pending write>",))
 
 
@@ -236,6 +238,7 @@ def decode_record(text: str) -> TaskRecord:
         answers=tuple(data.get("a", ())),
         interrupts=tuple(i for i in data.get("i", ()) if isinstance(i, Interrupt)),
         questions={int(index): value for index, value in data.get("q", ())},
+        error=data.get("e"),
     )
 
 

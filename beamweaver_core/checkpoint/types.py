@@ -40,15 +40,20 @@ class TaskRecord:
     `interrupted`: the interrupts it is waiting on and the answers it already consumed;
     `questions[n]` is the value the question answered by `answers[n]` was asked with (so
     a node re-run on resume can read what it was answered about: `answered_interrupt()`).
+    `failed`: the task raised; it runs again when the thread continues.
     `passed`: (breakpoint record only) the static breakpoint of the checkpoint was resumed.
+    `error` is what the task's last attempt raised (`failed`, or `interrupted` when an
+    attempt to answer its question failed: the question stays pending), as LangGraph's
+    ERROR write of the task.
     """
 
-    status: Literal["done", "interrupted", "passed"]
+    status: Literal["done", "interrupted", "failed", "passed"]
     writes: tuple[tuple[str, Any], ...] = ()
     routes: tuple[str | Send, ...] = ()
     answers: tuple[Any, ...] = ()
     interrupts: tuple[Interrupt, ...] = ()
     questions: Mapping[int, Any] = field(default_factory=dict)
+    error: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

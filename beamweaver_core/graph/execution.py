@@ -20,7 +20,7 @@ from beamweaver_core.graph.definition import GraphDefinition, NodeSpec
 from beamweaver_core.graph.interrupts import GraphInterrupt, ParentCommand, TaskScope, current_scope
 from beamweaver_core.graph.loop import RunLoop
 from beamweaver_core.graph.runtime import Runtime, StreamClosed
-from beamweaver_core.graph.steps import Failure, Pause, StepLoop, TaskOutcome
+from beamweaver_core.graph.steps import Failure, Pause, StepLoop, TaskOutcome, task_error
 from beamweaver_core.graph.threads import (
     in_thread,
     run_concurrently,
@@ -218,7 +218,8 @@ class TaskRunner:
         if outcome.status == "done":
             data["update"] = dict(outcome.writes)
         elif outcome.status == "failed":
-            data["error"] = repr(outcome.error)
+            assert outcome.error is not None
+            data["error"] = task_error(outcome.error)
         elif outcome.status == "interrupted":
             data["interrupts"] = [i.id for i in outcome.interrupts]
         sink.emit("node.finished", data, node=outcome.task.name, ns=self.loop.ns)

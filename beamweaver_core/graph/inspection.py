@@ -101,6 +101,7 @@ def snapshot(
                 id=task.id,
                 name=task.name,
                 path=task.path,
+                error=record.error if record is not None else None,
                 interrupts=record.interrupts if record is not None else (),
                 state=child_state,
                 result=dict(record.writes) if done and record is not None else None,

@@ -9,6 +9,7 @@ runs them.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from beamweaver_core.checkpoint import serde
@@ -22,7 +23,7 @@ from beamweaver_core.exceptions import (
 )
 from beamweaver_core.graph.checkpoints import new_id
 from beamweaver_core.graph.definition import GraphDefinition
-from beamweaver_core.graph.resume import resume_map
+from beamweaver_core.graph.resume import NO_VALUE, resume_map
 from beamweaver_core.graph.scheduling import chosen_routes, routes_after
 from beamweaver_core.graph.steps import StepLoop
 from beamweaver_core.graph.updates import apply_writes
@@ -189,6 +190,10 @@ class RunLoop(StepLoop):
     ) -> None:
         """Continue the thread's pending step, answering interrupts with `resume`.
 
+        With `update` or `goto` (a `Command` given as input) and no `resume`, the questions
+        the step waits on stay unanswered and keep waiting (their nodes are not run again),
+        while a static breakpoint is continued past, as `invoke(None)` continues it.
+
         Every check happens before anything is written, so a refused resume leaves the
         thread exactly as it was.
         """
@@ -206,7 +211,10 @@ class RunLoop(StepLoop):
         self._adopt(base)
         self.check_tasks_known()
         pending = self.pending_interrupts()
-        self.resume_map = resume_map(resume, pending, self.thread_id)
+        answerable = pending
+        if resume is NO_VALUE and (update is not None or goto):
+            answerable = tuple(i for i in pending if i.timing is not None)
+        self.resume_map = resume_map(resume, answerable, self.thread_id)
         if base is not head:
             self._fork(base)
         if update is not None or goto:
@@ -290,12 +298,10 @@ class RunLoop(StepLoop):
         The fork keeps the old checkpoint's tasks (and their ids, so pending interrupt ids
         stay valid) and the answers interrupted tasks had consumed; finished tasks run again.
         """
-        kept = {tid: rec for tid, rec in self.records.items() if rec.status == "interrupted"}
+        self.records = {t: r for t, r in self.records.items() if r.status == "interrupted"}
         fork = self.staging.fork(base, self._metadata(after=base.metadata.get("_after", ())))
-        for tid, rec in kept.items():
-            self.staging.record(fork.id, tid, rec)
+        self._carry_records(fork)
         self.current = fork
-        self.records = kept
         self.breakpoint_passed = False
 
     def _apply_command(
@@ -311,6 +317,10 @@ class RunLoop(StepLoop):
         without `as_node`) a pending breakpoint stays pending, or passed if it was."""
         assert self.current is not None
         base = self.current
+        # A breakpoint this call continues past stays passed on the new checkpoint (whose
+        # breakpoint would otherwise be a new one, with a new id nobody answered).
+        stop = self._pending_breakpoint()
+        passing = stop is not None and stop.id in self.resume_map
         writes = serde.normalize_writes(update or {})
         old_values = dict(self.values)
         apply_writes(self.values, writes, self.graph.reducers)
@@ -343,12 +353,23 @@ class RunLoop(StepLoop):
             metadata=self._metadata(after=after),
         )
         self.step = new.step
-        for tid, rec in self.records.items():
-            self.staging.record(new.id, tid, rec)
+        self._carry_records(new)
         self.current = new
         self.tasks = new.tasks
-        if keep_breakpoint and self.breakpoint_passed:
+        if passing or (keep_breakpoint and self.breakpoint_passed):
             self._pass_breakpoint()
+
+    def _carry_records(self, new: Checkpoint) -> None:
+        """Stage the step's records again on `new`, which continues the same step: what
+        finished or waits carries over; what a failed attempt raised stays with the
+        checkpoint it failed at (the task runs again from `new`)."""
+        self.records = {
+            tid: replace(rec, error=None)
+            for tid, rec in self.records.items()
+            if rec.status != "failed"
+        }
+        for tid, rec in self.records.items():
+            self.staging.record(new.id, tid, rec)
 
 
 def no_checkpoint(thread_id: str | None, checkpoint_id: str) -> str:

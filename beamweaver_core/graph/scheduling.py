@@ -3,7 +3,7 @@
 After a node finishes, its static edges, the joins it completes and its router's choices
 become the next step's routes; the routes become tasks (one per pulled node, one per
 `Send`). Before a step runs, a pending static breakpoint pauses it, and only tasks without
-a record, or interrupted tasks whose interrupts were answered, run.
+a record, failed ones, or interrupted tasks whose interrupts were answered, run.
 """
 
 from __future__ import annotations
@@ -125,7 +125,7 @@ def runnable(
     waiting = False
     for task in tasks:
         record = records.get(task.id)
-        if record is None:
+        if record is None or record.status == "failed":
             to_run.append((task, ()))
         elif record.status == "interrupted":
             if any(i.id in resume for i in record.interrupts):

@@ -15,7 +15,7 @@ meanwhile): a crash mid-step does not run them again. How a call reaches its fir
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -51,6 +51,23 @@ if TYPE_CHECKING:
     from beamweaver_core.graph.runtime import EventSink
 
 DEFAULT_RECURSION_LIMIT = 25
+
+MAX_TASK_ERROR_CHARS = 4096
+"""How much of a failed task's error is kept: the text comes from node, tool and model
+code (an exception message may quote a whole model reply)."""
+
+
+def task_error(exc: BaseException) -> str:
+    """A task's error as it is stored and shown: `repr(exc)`, as LangGraph stores its
+    ERROR write, cut to `MAX_TASK_ERROR_CHARS`."""
+    try:
+        text = repr(exc)
+    except Exception:  # an exception whose own __repr__ fails is still recorded
+        text = f"{type(exc).__name__}(<unprintable>)"
+    if len(text) <= MAX_TASK_ERROR_CHARS:
+        return text
+    cut = len(text) - MAX_TASK_ERROR_CHARS
+    return f"{text[:MAX_TASK_ERROR_CHARS]}… [{cut} more characters cut]"
 
 
 @dataclass(slots=True)
@@ -237,9 +254,10 @@ class StepLoop:
                     parent_command = outcome.error
                 continue
             else:
+                assert outcome.error is not None
                 if failure is None:
                     failure = outcome.error
-                continue
+                record = _failed(self.records.get(task.id), outcome.error)
             self.records[task.id] = record
             fresh.append((task.id, record))
         if parent_command is not None:
@@ -405,4 +423,21 @@ class StepLoop:
         )
 
 
-__all__ = ["DEFAULT_RECURSION_LIMIT", "Failure", "Pause", "StepLoop", "TaskOutcome"]
+def _failed(previous: TaskRecord | None, error: BaseException) -> TaskRecord:
+    """The record of a task whose attempt raised `error`. A task that waited on a question
+    keeps waiting on it (the answer is discarded with the failed attempt, so it can be
+    answered again); any other runs again when the thread continues."""
+    if previous is not None and previous.status == "interrupted":
+        return replace(previous, error=task_error(error))
+    return TaskRecord(status="failed", error=task_error(error))
+
+
+__all__ = [
+    "DEFAULT_RECURSION_LIMIT",
+    "MAX_TASK_ERROR_CHARS",
+    "Failure",
+    "Pause",
+    "StepLoop",
+    "TaskOutcome",
+    "task_error",
+]

@@ -4,16 +4,21 @@
 - A run with input (or a `command` with `goto` / `update`) is `runtime.service.start_run`
   with the request's config, fork point, breakpoints and context as run options; a busy
   thread follows the `multitask_strategy` (reject: 409; enqueue: the run waits its turn;
-  interrupt: the active runs are cancelled; rollback: rolled back).
+  interrupt: the active runs are cancelled; rollback: rolled back). On a thread waiting
+  for answers, a `goto` / `update` without `resume` changes it and runs the goto targets;
+  the questions keep waiting.
 - `command.resume` (a value, or a map of interrupt ids to values; `{"decisions": [...]}`
   for a tool review) and a run with no input on a thread paused at a breakpoint are
   answers: every one goes through the decision service (`runtime.answers`), with its
   validation, review policy (nobody approves their own run: the token's user counts),
-  audit, and one decision per interrupt. The resume run it queues is the run returned.
+  audit, and one decision per interrupt. The resume run it queues is the run returned;
+  the command's `goto` / `update` go with it (`runtime.service.add_command`), for those who
+  may change the thread.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import uuid
 from collections.abc import Mapping
@@ -98,23 +103,24 @@ def launch(
         _within_decision_rate(user)
         return _answer(user, thread, graph, body, _answers(thread, command["resume"]), webhook)
     if body.get("input") is None and thread is not None:
-        # A command's goto or update does not answer a question: the run would stop at it
-        # again, failing for want of the answer. A run from a checkpoint (a replay) asks
-        # what is pending there, not at the thread's head.
+        # A run from a checkpoint (a replay) asks what is pending there, not at the
+        # thread's head.
         try:
             fork = (_options(body) or {}).get("checkpoint_id")
         except ValueError as exc:
             raise ProtocolError(422, str(exc)) from None
         pending = _pending(thread, fork)
         asked = [i.id for i in pending if i.timing is None]
-        if asked:
+        if asked and not _changes(body):
+            # Nothing would answer them: the run would stop at the same questions again.
             raise ProtocolError(
                 409,
                 f"Thread {thread.id!r} waits for answers to interrupt(s) {', '.join(asked)}: "
                 "resume it with command={'resume': ...} (a map of interrupt ids to answers for "
                 "several).",
             )
-        if pending and fork is None and not (command.get("goto") or command.get("update")):
+        if pending and not asked and fork is None:
+            # Continuing past a breakpoint, with a goto or update or without, is an answer.
             return _answer(user, thread, graph, body, {i.id: None for i in pending}, webhook)
     return _start(user, thread_id, thread, graph, body, webhook, own_thread)
 
@@ -198,14 +204,20 @@ def _answer(
         for k in ("checkpoint", "checkpoint_id", "interrupt_before", "interrupt_after")
         if body.get(k)
     ]
-    command = body.get("command") or {}
-    refused += [f"command.{k}" for k in ("goto", "update") if command.get(k)]
     if refused or body.get("input") is not None:
         raise ProtocolError(
             422,
             f"A resume answers the pending interrupts only; {', '.join(refused) or 'input'} cannot "
             "be combined with it (update the state first, or start a new run).",
         )
+    changes = _changes(body)
+    if changes:
+        # Answering is a decision; the goto / update change the thread as well.
+        lookup.may_change(user, thread)
+        try:
+            service.check_start(graph, None, options=changes)
+        except ValueError as exc:
+            raise ProtocolError(422, str(exc)) from None
     if lookup.busy(thread):
         raise ProtocolError(409, "The thread is running; resume it once it has paused.")
     # The resume run's protocol record commits with the decision: workers are woken when
@@ -215,6 +227,9 @@ def _answer(
     with transaction.atomic():
         outcome = answers().answer(AnswerRequest(user=user, thread_id=thread.id, answers=chosen))
         run = outcome.run if outcome.code in (ACCEPTED, APPROVAL_RECORDED) else None
+        if changes:
+            # The answers and the changes are one request: all of it is taken, or none.
+            run = _with_changes(outcome, changes)
         if run is not None:
             # A run that an earlier answer of the thread queued keeps its record, so the
             # answer reads the stored one (by id: this one is not cached as `run.protocol`).
@@ -225,6 +240,35 @@ def _answer(
     if run is None:
         raise _refusal(outcome)
     return run
+
+
+def _changes(body: Mapping[str, Any]) -> dict[str, Any]:
+    """The command's `goto` / `update` as run options (`{}` without either)."""
+    try:
+        options = _options(body) or {}
+    except ValueError as exc:
+        raise ProtocolError(422, f"Invalid input: {exc}") from None
+    return {k: options[k] for k in ("goto", "update") if options.get(k)}
+
+
+def _with_changes(outcome: AnswerOutcome, changes: dict[str, Any]) -> Run:
+    """The resume run the accepted answers queued, made to apply `changes` as well; a
+    refusal of either is raised, taking back the decisions of the request."""
+    if outcome.code != ACCEPTED or outcome.run is None:
+        if outcome.code == APPROVAL_RECORDED:
+            raise ProtocolError(
+                409,
+                "The approval counts towards the item's quorum but does not resume the thread "
+                "yet, so command.goto / command.update have no run to go with: approve "
+                "without them, or send them with the last approval.",
+            )
+        raise _refusal(dataclasses.replace(outcome, answered=()))
+    try:
+        return service.add_command(outcome.run, **changes)
+    except ThreadBusyError as exc:
+        raise ProtocolError(409, str(exc)) from None
+    except ValueError as exc:
+        raise ProtocolError(422, str(exc)) from None
 
 
 def _refusal(outcome: AnswerOutcome) -> ProtocolError:

@@ -9,6 +9,7 @@ from beamweaver_core.models import Run, Thread
 from beamweaver_core.protocol.assistants import assistant_id
 from beamweaver_core.protocol.models import ProtocolRun
 from beamweaver_core.protocol.values import interrupt, state_values, wire
+from beamweaver_core.redaction import redact_text
 from beamweaver_core.types import Interrupt, StateSnapshot, TaskInfo
 
 RUN_STATUS: dict[str, str] = {
@@ -122,7 +123,9 @@ def _task(task: TaskInfo) -> dict[str, Any]:
         "id": task.id,
         "name": task.name,
         "path": wire(list(task.path)),
-        "error": task.error,
+        # The error a node, tool or model raised: its text is theirs (cut to length when
+        # it was stored), shown as LangGraph's server shows it, credentials withheld.
+        "error": redact_text(task.error) if task.error is not None else None,
         "interrupts": [interrupt(i) for i in asked(task.interrupts)],
         "checkpoint": child.get("configurable") if isinstance(child, dict) else None,
         "state": state(child) if isinstance(child, StateSnapshot) else None,

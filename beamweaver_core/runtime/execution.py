@@ -114,11 +114,13 @@ def _advance(
         resumed = _continue_retry(graph, claim, config, recorder)
         if resumed is not None:
             return resumed
-    if claim.kind == Run.Kind.START:
-        # No input: continue the thread from its pending step (`start_run(input=None)`).
-        start = run_options.continuation(options) if claim.input is None else claim.input
-        return graph.invoke(start, config, context=claim.context, on_event=recorder)
-    return graph.resume(claim.input, config, context=claim.context, on_event=recorder)
+    if claim.kind == Run.Kind.START and claim.input is not None:
+        return graph.invoke(claim.input, config, context=claim.context, on_event=recorder)
+    # No input (`start_run(input=None)`) or a resume: continue the thread from its pending
+    # step, with the answers and the options' goto / update.
+    answers = claim.input if claim.kind == Run.Kind.RESUME else None
+    command = run_options.continuation(options, answers)
+    return graph.invoke(command, config, context=claim.context, on_event=recorder)
 
 
 def _continue_retry(
@@ -136,7 +138,9 @@ def _continue_retry(
     if claim.kind == Run.Kind.RESUME and isinstance(claim.input, dict):
         remaining = {k: v for k, v in claim.input.items() if k in pending}
         if remaining:
-            return graph.resume(remaining, config, context=claim.context, on_event=recorder)
+            # The run's goto / update went in with the first checkpoint it wrote.
+            command = run_options.continuation(None if wrote else claim.options, remaining)
+            return graph.invoke(command, config, context=claim.context, on_event=recorder)
     elif claim.kind == Run.Kind.RESUME and not wrote:
         return None
     if snapshot.interrupts:

@@ -10,7 +10,8 @@ Keys (all optional):
 - `interrupt_before`, `interrupt_after`: `"*"` or a list of node names, static
   breakpoints for this run on top of the graph's own;
 - `goto` (a node name or a list) and `update` (a JSON object): with no input, the run
-  continues the thread as `Command(goto=..., update=...)`.
+  continues the thread as `Command(goto=..., update=...)`; a resume run applies them
+  with its answers, `Command(resume=..., goto=..., update=...)`.
 """
 
 from __future__ import annotations
@@ -123,11 +124,14 @@ def carried(options: Mapping[str, Any] | None) -> dict[str, Any] | None:
     return kept or None
 
 
-def continuation(options: Mapping[str, Any] | None) -> Command | None:
-    """What a run with no input continues with: `Command(goto, update)`, or `None`."""
-    if not options or not ({"goto", "update"} & set(options)):
+def continuation(options: Mapping[str, Any] | None, answers: Any = None) -> Command | None:
+    """What a run continues the thread with: `Command(resume=answers, goto, update)`, or
+    `None` when it has neither answers nor a goto or update (continue as it stands)."""
+    options = options or {}
+    goto, update = options.get("goto"), options.get("update")
+    if answers is None and goto is None and update is None:
         return None
-    return Command(goto=options.get("goto"), update=options.get("update"))
+    return Command(goto=goto, update=update, resume=answers)
 
 
 __all__ = ["KEYS", "ONE_SHOT", "carried", "check", "configured", "configured_graph", "continuation"]

@@ -256,6 +256,36 @@ def resume_thread(
         )
 
 
+def add_command(run: Run, goto: Any = None, update: Mapping[str, Any] | None = None) -> Run:
+    """Have the queued resume `run` also apply `goto` / `update` when it continues the
+    thread (`Command(resume=..., goto=..., update=...)`): for a caller that answers and
+    changes the thread at once, in the transaction in which its answer queued `run` (or
+    joined it). Refused with `ThreadBusyError` when the run already carries a goto or an
+    update (one resume applies one caller's changes) and `ValueError` for ones the graph
+    does not take; the caller's transaction is then to be rolled back."""
+    with transaction.atomic(savepoint=False):
+        queued = (
+            Run.objects.select_for_update()
+            .filter(pk=run.pk, status=Run.Status.QUEUED, kind=Run.Kind.RESUME)
+            .first()
+        )
+        if queued is None:
+            raise RunStateError(f"Run {run.pk} is not a queued resume; it cannot take a command.")
+        options = dict(queued.options or {})
+        if {"goto", "update"} & set(options):
+            raise ThreadBusyError(
+                f"The queued resume of thread {queued.thread_id!r} already applies a goto or "
+                "an update; send yours once it has started (or as update_state)."
+            )
+        checked = run_options.check(
+            {"goto": goto, "update": update}, registry.compiled_graph(queued.graph, None)
+        )
+        if checked:
+            queued.options = _jsonable({**options, **checked}, "options")
+            queued.save(update_fields=["options", "updated_at"])
+    return queued
+
+
 def _create(
     thread: Thread,
     graph: str,
@@ -376,6 +406,7 @@ def requeue_run(run_id: Any) -> Run:
 
 __all__ = [
     "RunStateError",
+    "add_command",
     "cancel_run",
     "check_start",
     "requeue_run",

@@ -388,3 +388,110 @@ def test_a_breakpoint_inside_a_narrow_subgraph() -> None:
     assert results[0] == results[1]
     assert results[0][1] == ({"items": ["c0"], "private": "p"}, ("c1",))
     assert results[0][2] == {"items": ["c0", "c1:p"], "last": "x"}
+
+
+# -- a failed step, and a Command without a resume, as input ------------------------------
+
+
+def test_a_failed_step_shows_the_same_error_and_runs_again() -> None:
+    """LangGraph stores a failed task's ERROR write as `repr(exc)` and shows it on the task
+    in `get_state`; the task stays next and runs again on `invoke(None)`."""
+    results = []
+    for e in (Engine("beamweaver"), Engine("langgraph")):
+        failures = [ValueError("card declined")]
+
+        def charge(state: Any, failures: list[Exception] = failures) -> dict[str, Any]:
+            if failures:
+                raise failures.pop()
+            return {"items": ["charged"]}
+
+        b = e.builder()
+        b.add_node("price", add("price"))
+        b.add_node("charge", charge)
+        b.add_edge(e.START, "price")
+        b.add_edge("price", "charge")
+        graph = e.compile(b, checkpointed=True)
+        config = thread()
+        with pytest.raises(ValueError, match="card declined"):
+            graph.invoke({"items": []}, config)
+        failed = graph.get_state(config)
+        seen = (tuple(failed.next), [(t.name, t.error) for t in failed.tasks])
+        results.append((seen, run(e, graph, None, config)))
+    assert results[0] == results[1]
+    assert results[0] == (
+        (("charge",), [("charge", "ValueError('card declined')")]),
+        {"items": ["price", "charged"]},
+    )
+
+
+def paused_with_a_side_node(e: Engine) -> Any:
+    b = e.builder()
+    b.add_node("ask", lambda s, e=e: {"items": [f"ask:{e.interrupt('ok?')}:{s['x']}"]})
+    b.add_node("side", lambda s: {"items": [f"side:{s['x']}"]})
+    b.add_node("finish", add("finish"))
+    b.add_edge(e.START, "ask")
+    b.add_edge("ask", "finish")
+    return e.compile(b, checkpointed=True)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [{"update": {"x": 5}}, {"goto": "side"}, {"update": {"x": 7}, "goto": ["side"]}],
+    ids=["update", "goto", "both"],
+)
+def test_a_command_without_resume_on_a_paused_thread(command: dict[str, Any]) -> None:
+    """The update is applied to the paused step and a goto target runs beside it; the
+    question still waits, with its id, and the answer finishes the run on the updated
+    state. (LangGraph also runs the waiting node again, which asks the same question
+    again: BeamWeaver leaves it waiting, docs/engine.md.)"""
+    results = []
+    for e in (Engine("beamweaver"), Engine("langgraph")):
+        graph = paused_with_a_side_node(e)
+        config = thread()
+        graph.invoke({"items": [], "x": 1}, config)
+        asked = [i.id for i in e.interrupts(graph, config)]
+        changed = run(e, graph, e.Command(**command), config)
+        still = [i.id for i in e.interrupts(graph, config)] == asked
+        results.append(
+            (changed, still, tuple(graph.get_state(config).next), e.resume(graph, "yes", config))
+        )
+    assert results[0] == results[1]
+    assert results[0][1] is True
+
+
+@pytest.mark.parametrize(
+    "command", [{"update": {"x": 5}}, {"goto": "side"}], ids=["update", "goto"]
+)
+def test_a_command_without_resume_on_a_finished_thread(command: dict[str, Any]) -> None:
+    results = []
+    for e in (Engine("beamweaver"), Engine("langgraph")):
+        graph = paused_with_a_side_node(e)
+        config = thread()
+        graph.invoke({"items": [], "x": 1}, config)
+        e.resume(graph, "yes", config)
+        results.append(run(e, graph, e.Command(**command), config))
+    assert results[0] == results[1]
+
+
+@pytest.mark.parametrize("timing", ["before", "after"])
+def test_a_command_update_continues_past_a_breakpoint(timing: str) -> None:
+    results = []
+    for e in (Engine("beamweaver"), Engine("langgraph")):
+        b = e.builder()
+        b.add_node("one", add("one"))
+        b.add_node("two", lambda s: {"items": [f"two:{s['x']}"]})
+        b.add_edge(e.START, "one")
+        b.add_edge("one", "two")
+        graph = b.compile(
+            checkpointer=InMemorySaver() if e.lg else MemoryCheckpointer(),
+            **(
+                {"interrupt_before": ["two"]}
+                if timing == "before"
+                else {"interrupt_after": ["one"]}
+            ),
+        )
+        config = thread()
+        paused = run(e, graph, {"items": [], "x": 1}, config)
+        results.append((paused, run(e, graph, e.Command(update={"x": 2}), config)))
+    assert results[0] == results[1]
+    assert results[0][1] == {"items": ["one", "two:2"], "x": 2}

@@ -163,10 +163,12 @@ def test_a_multitask_strategy_stops_nothing_for_a_run_it_refuses(strategy: str) 
     assert _statuses() == {active: Run.Status.QUEUED}
 
 
-@pytest.mark.parametrize("command", [{"goto": "finish"}, {"update": {"amount": 4}}])
-def test_a_command_without_resume_on_a_thread_waiting_for_an_answer_is_refused(
+@pytest.mark.parametrize("command", [{}, {"goto": None, "update": {}}])
+def test_a_run_that_neither_answers_nor_changes_a_thread_waiting_for_an_answer_is_refused(
     command: dict[str, Any],
 ) -> None:
+    """It would stop at the same question again (a goto or an update without the answer
+    is taken: tests/protocol/test_commands.py)."""
     client = client_of("alice")
     thread = _paused(client)
     runs = _statuses()

@@ -82,6 +82,12 @@ def test_a_failed_run_answers_its_error_and_the_thread_shows_it(
         lg.runs.wait(thread["thread_id"], "explode", input={})
     assert lg.threads.get(thread["thread_id"])["status"] == "error"
     assert lg.runs.list(thread["thread_id"])[0]["status"] == "error"
+    # The task that raised is still next, with its error (redacted, as the run's).
+    state = lg.threads.get_state(thread["thread_id"])
+    assert state["next"] == ["explode"]
+    assert [(t["name"], t["error"]) for t in state["tasks"]] == [
+        ("explode", "RuntimeError('the tool backend is down (api_key=[redacted])')")
+    ]
 
 
 def test_stateless_runs_have_threads_of_their_own(lg_url: str, alice_token: str) -> None:
@@ -216,6 +222,26 @@ def test_commands_config_context_and_forks_reach_the_run(lg_url: str, alice_toke
         lg.runs.wait(
             linear["thread_id"], "linear", input={"log": []}, config={"recursion_limit": 1}
         )
+
+
+def test_a_command_changes_a_thread_waiting_for_an_answer_or_goes_with_the_answer(
+    lg_url: str, alice_token: str
+) -> None:
+    lg = client(lg_url, alice_token)
+    thread = lg.threads.create()["thread_id"]
+    paused = lg.runs.wait(thread, "ask", input={"amount": 2})
+
+    changed = lg.runs.wait(thread, "ask", command={"update": {"amount": 3}, "goto": "finish"})
+
+    assert changed == {"amount": 3, "log": ["finish"], "__interrupt__": paused["__interrupt__"]}
+    assert lg.threads.get(thread)["status"] == "interrupted"
+    done = lg.runs.wait(thread, "ask", command={"resume": "yes", "update": {"amount": 4}})
+    assert done == {"amount": 4, "answer": "yes", "log": ["finish"]}
+    decision = Decision.objects.get(item__thread_id=thread)
+    assert (decision.user.username, decision.source) == ("alice", "api")
+    with pytest.raises(httpx.HTTPStatusError) as unknown:
+        lg.runs.wait(thread, "ask", command={"goto": "nowhere"})
+    assert status_of(unknown) == 422
 
 
 def test_breakpoints_pause_the_run_and_another_user_continues_it(

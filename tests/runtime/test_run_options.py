@@ -180,3 +180,52 @@ def test_a_resume_answers_the_breakpoint_its_run_paused_at() -> None:
     assert resume.options == {"interrupt_before": ["s2"]}
     assert run_next().status == "succeeded"
     assert snapshot("opt-11").values["log"] == [0, 1, 2, 3, 4, 5]
+
+
+def _approval_paused(thread_id: str) -> str:
+    """`approval` started on `thread_id` and paused at its question; the question's id."""
+    service.start_run("approval", {"amount": 3}, thread_id=thread_id)
+    paused = run_next()
+    assert paused.status == "interrupted"
+    return str(paused.result["interrupts"][0]["id"])
+
+
+def test_a_resume_applies_the_goto_and_update_added_to_it() -> None:
+    question = _approval_paused("opt-12")
+    resume = service.resume_thread("opt-12", {question: "yes"})
+
+    service.add_command(resume, update={"amount": 7})
+
+    resume.refresh_from_db()
+    assert resume.options == {"update": {"amount": 7}}
+    assert run_next().status == "succeeded"
+    assert snapshot("opt-12", "approval").values == {"amount": 7, "approved": "yes", "done": True}
+
+
+def test_a_queued_resume_takes_one_command() -> None:
+    questions = {thread: _approval_paused(thread) for thread in ("opt-13", "opt-15")}
+    resume = service.resume_thread("opt-13", {questions["opt-13"]: "yes"})
+    service.add_command(resume, update={"amount": 7})
+    other = service.resume_thread("opt-15", {questions["opt-15"]: "yes"})
+
+    with pytest.raises(ThreadBusyError, match="already applies a goto or an update"):
+        service.add_command(resume, goto="finish")
+    with pytest.raises(ValueError, match=r"'goto' names node\(s\) \['nope'\]"):
+        service.add_command(other, goto=["nope"])
+    other.refresh_from_db()
+    assert other.options is None
+
+
+def test_a_retried_resume_that_wrote_nothing_still_applies_its_command() -> None:
+    """Attempt 1 died before it wrote a checkpoint: attempt 2 answers the question and
+    applies the run's update, which went nowhere yet."""
+    question = _approval_paused("opt-14")
+    resume = service.resume_thread("opt-14", {question: "yes"})
+    service.add_command(resume, update={"amount": 8})
+    Run.objects.filter(id=resume.id).update(attempts=1)
+
+    retry = claim_next_run("w2", 30.0)
+    assert retry is not None and retry.attempts == 2
+    execute(retry)
+
+    assert snapshot("opt-14", "approval").values == {"amount": 8, "approved": "yes", "done": True}

@@ -433,6 +433,42 @@ class CheckpointerContract(FinishedTasksContract):
         assert done.state == {"amount": 900, "answer": "ok", "log": ["sibling", "after:ok:900"]}
         assert runs == ["ask"]
 
+    def test_engine_a_failed_task_shows_its_error_and_runs_again(
+        self, checkpointer: Checkpointer, thread: str
+    ) -> None:
+        """A node that raises leaves its error on its task, as LangGraph's ERROR write
+        shows in `get_state(...).tasks[].error` (`repr` of the exception); the task is
+        still next and runs again when the thread continues; the checkpoint it failed at
+        keeps the error in the history."""
+        attempts: list[str] = []
+
+        def charge(state: dict[str, Any]) -> dict[str, Any]:
+            attempts.append("charge")
+            if len(attempts) == 1:
+                raise ValueError("card declined")
+            return {"charged": state["amount"]}
+
+        graph = (
+            Graph()
+            .add_node("price", lambda s: {"amount": 100})
+            .add_node("charge", charge)
+            .add_edge(START, "price")
+            .add_edge("price", "charge")
+            .compile(checkpointer=checkpointer)
+        )
+        with pytest.raises(ValueError, match="card declined"):
+            graph.invoke({}, cfg(thread))
+
+        failed = graph.get_state(cfg(thread))
+        assert failed.next == ("charge",)
+        assert [(t.name, t.error, t.result) for t in failed.tasks] == [
+            ("charge", "ValueError('card declined')", None)
+        ]
+        assert graph.invoke(None, cfg(thread)).state == {"amount": 100, "charged": 100}
+        assert attempts == ["charge", "charge"]
+        at_failure = [s for s in graph.get_state_history(cfg(thread)) if s.next == ("charge",)]
+        assert [t.error for s in at_failure for t in s.tasks] == ["ValueError('card declined')"]
+
     def test_engine_tuples_are_lists_in_the_run_and_when_read_back(
         self, checkpointer: Checkpointer, thread: str
     ) -> None:

@@ -470,3 +470,79 @@ def test_a_second_answer_to_the_same_question_is_refused(both: dict[str, Any]) -
 
     assert status_of(answer_twice(both["ours"])) == 409
     assert status_of(answer_twice(both["theirs"])) == 200
+
+
+SECRET = "sk-test-0123456789abcdefghij"  # in the error the "explode" graphs raise
+
+
+def test_a_failed_run_shows_its_error_on_the_task_that_raised(both: dict[str, Any]) -> None:
+    """Both servers show the failed task still next, with its error as `repr` of the
+    exception (LangGraph's ERROR write). The error's text is the node's: BeamWeaver
+    withholds the credential in it (docs/protocol.md), LangGraph's server shows it."""
+
+    def scenario(lg: Any) -> dict[str, Any]:
+        thread_id = lg.threads.create()["thread_id"]
+        failed = lg.runs.wait(thread_id, "explode", input={}, raise_error=False)
+        state = lg.threads.get_state(thread_id)
+        return {
+            "error": failed["__error__"],
+            "status": lg.threads.get(thread_id)["status"],
+            "next": state["next"],
+            "tasks": [(t["name"], t["error"], t["result"]) for t in state["tasks"]],
+        }
+
+    ours, theirs = on_both(both, scenario)
+    said = "the tool backend is down (api_key={})"
+    assert theirs["error"] == {"error": "RuntimeError", "message": said.format(SECRET)}
+    assert ours["error"] == {"error": "RuntimeError", "message": said.format("[redacted]")}
+    assert theirs["tasks"] == [["explode", f"RuntimeError('{said.format(SECRET)}')", None]]
+    assert ours["tasks"] == [["explode", f"RuntimeError('{said.format('[redacted]')}')", None]]
+    for side in (ours, theirs):
+        del side["error"], side["tasks"]
+    assert ours == theirs == {"status": "error", "next": ["explode"]}
+
+
+def test_an_update_without_an_answer_keeps_the_question_and_goes_with_one(
+    both: dict[str, Any],
+) -> None:
+    """`command.update` with no `resume` on a thread waiting for an answer: both apply it
+    and the question still waits, with its id; an answer with an update applies both.
+
+    LangGraph's server runs the waiting node again, so the question is asked anew about
+    the new amount; BeamWeaver leaves it waiting as it was asked (the question a reviewer
+    sees is the one they answer, docs/engine.md). And LangGraph's server keeps each
+    command's update as input of the one step that still waits, so the answer's update of
+    the same key is a second value for it in one step: the run fails
+    (`InvalidUpdateError`); BeamWeaver applies each command on a checkpoint of its own, so
+    the later value stands."""
+
+    def scenario(lg: Any) -> dict[str, Any]:
+        thread_id = lg.threads.create()["thread_id"]
+        paused = lg.runs.wait(thread_id, "ask", input={"amount": 2})
+        changed = lg.runs.wait(thread_id, "ask", command={"update": {"amount": 3}})
+        state = lg.threads.get_state(thread_id)
+        status = lg.threads.get(thread_id)["status"]
+        done = lg.runs.wait(
+            thread_id,
+            "ask",
+            command={"resume": "yes", "update": {"amount": 4}},
+            raise_error=False,
+        )
+        return {
+            "paused": paused,
+            "changed": changed,
+            "state": (state["values"], state["next"], status),
+            "done": done,
+        }
+
+    ours, theirs = on_both(both, scenario)
+    asked = {"question": "Approve?", "amount": 2}
+    assert ours["changed"]["__interrupt__"] == [{"id": "<id:1>", "value": asked}]
+    assert theirs["changed"]["__interrupt__"] == [{"id": "<id:1>", "value": {**asked, "amount": 3}}]
+    assert ours.pop("done") == {"amount": 4, "answer": "yes", "log": ["finish"]}
+    assert theirs.pop("done")["__error__"]["error"] == "InvalidUpdateError"
+    for side in (ours, theirs):
+        del side["changed"]["__interrupt__"]
+    assert ours == theirs
+    assert ours["changed"] == {"amount": 3}
+    assert ours["state"] == [{"amount": 3}, ["ask"], "interrupted"]

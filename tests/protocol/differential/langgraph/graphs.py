@@ -1,5 +1,5 @@
 """LangGraph equivalents of the protocol tests' graphs (tests/protocol/graphs.py and the
-"steps" graph of tests/support/graphs.py), served by `langgraph dev` for the differential
+"steps" and "explode" graphs of tests/support/graphs.py), served by `langgraph dev` for the differential
 suite: same nodes, same state keys and reducers, same interrupts and custom events."""
 
 from __future__ import annotations
@@ -106,3 +106,10 @@ def _build_steps() -> Any:
 
 
 steps = _build_steps()
+
+
+def _explode(state: LogState) -> dict[str, Any]:
+    raise RuntimeError("the tool backend is down (api_key=sk-test-0123456789abcdefghij)")
+
+
+explode = StateGraph(LogState).add_node("explode", _explode).add_edge(START, "explode").compile()
