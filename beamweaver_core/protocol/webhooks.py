@@ -1,7 +1,7 @@
 """Run webhooks: when a run started with `webhook=URL` ends (or pauses), the run as JSON,
-with its thread's values, is POSTed to the URL, signed as the review webhooks are
-(`beamweaver_core.signatures`: `X-BeamWeaver-Timestamp` and `X-BeamWeaver-Signature`,
-HMAC-SHA256 with `LG_WEBHOOK_SECRET` over `"{timestamp}.{body}"`).
+with its thread's values, is POSTed to the URL as the review webhooks are
+(`beamweaver_core.webhook_requests`), signed with `LG_WEBHOOK_SECRET`; its own headers are
+the event, `run.<status>`, and the delivery id, the run id and its status.
 
 The URL comes from an API client, so it is checked when the run is created: http(s),
 no credentials, and a host listed in `LG_WEBHOOK_HOSTS` (exact, or `*.example.com`);
@@ -10,7 +10,7 @@ unsigned or anywhere. Redirects are not followed (`beamweaver_core.webhook_reque
 
 Delivery is attempted when the run's outcome is committed, and retried by the workers'
 periodic tick (`MAX_ATTEMPTS` in all, the first ones quickly): at least once, receivers
-dedupe on `X-BeamWeaver-Delivery` (the run id and its status).
+dedupe on `X-BeamWeaver-Delivery`.
 """
 
 from __future__ import annotations
@@ -30,12 +30,10 @@ from beamweaver_core.protocol import representations
 from beamweaver_core.protocol.errors import ProtocolError
 from beamweaver_core.protocol.models import ProtocolRun
 from beamweaver_core.protocol.outcome import result
-from beamweaver_core.signatures import signature_headers
 from beamweaver_core.webhook_requests import post
 
 logger = logging.getLogger(__name__)
 
-TIMEOUT_SECONDS = 10.0
 MAX_ATTEMPTS = 5
 RETRY_AFTER = timedelta(seconds=30)
 
@@ -97,15 +95,15 @@ def deliver(run_id: Any) -> bool:
     body = json.dumps(payload(record), ensure_ascii=False, default=str).encode()
     secret, _ = _conf()
     status = record.run.status
-    headers = {
-        "Content-Type": "application/json",
-        "User-Agent": "BeamWeaver-Webhooks/1",
-        "X-BeamWeaver-Event": f"run.{status}",
-        "X-BeamWeaver-Delivery": f"{record.run_id}:{status}",
-        **signature_headers(secret, body),
-    }
     try:
-        ok = 200 <= post(record.webhook, body, headers, timeout=TIMEOUT_SECONDS) < 300
+        answer = post(
+            record.webhook,
+            body,
+            event=f"run.{status}",
+            delivery=f"{record.run_id}:{status}",
+            secret=secret,
+        )
+        ok = 200 <= answer < 300
     except OSError as exc:
         logger.warning("Webhook of run %s failed: %s", record.run_id, exc)
         ok = False

@@ -345,6 +345,12 @@ def test_a_runs_webhook_is_posted_signed_when_it_ends(
     run = lg.runs.create(None, "linear", input={"log": []}, webhook=url, on_completion="keep")
     wait_for(lambda: received)
     ((headers, body),) = received
+    assert (headers["Content-Type"], headers["User-Agent"]) == (
+        "application/json",
+        "BeamWeaver-Webhooks/1",
+    )
+    assert headers["X-BeamWeaver-Event"] == "run.succeeded"
+    assert headers["X-BeamWeaver-Delivery"] == f"{run['run_id']}:succeeded"
     assert verify_signature(
         WEBHOOK_SECRET, headers["X-BeamWeaver-Timestamp"], body, headers["X-BeamWeaver-Signature"]
     )

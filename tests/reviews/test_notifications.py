@@ -118,6 +118,8 @@ def test_a_webhook_is_signed_over_timestamp_and_body(receiver: Receiver) -> None
 
     assert report.to_dict() == {"sent": 1, "retrying": 0, "dead": 0}
     headers, body = receiver.requests[0]
+    assert headers["Content-Type"] == "application/json"
+    assert headers["User-Agent"] == "BeamWeaver-Webhooks/1"
     assert headers["X-Beamweaver-Event"] == "review.created"
     delivery = OutboxMessage.objects.get()
     assert headers["X-Beamweaver-Delivery"] == str(delivery.pk)
