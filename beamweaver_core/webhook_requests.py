@@ -8,7 +8,8 @@ Every request carries:
 - `X-BeamWeaver-Delivery`: the same on every retry of one delivery (receivers dedupe on it);
 - `X-BeamWeaver-Timestamp` and `X-BeamWeaver-Signature` (`beamweaver_core.signatures`).
 
-Redirects are never followed: urllib
+The URL is checked against the webhook URL rule (`beamweaver_core.webhook_urls`) before
+each request, the addresses its host resolves to included. Redirects are never followed: urllib
 would follow a 301, 302 or 303 with a GET, without the body, to wherever the `Location`
 says (an address inside the network included), and count that GET's 2xx as the webhook
 delivered; a redirect is an answer like any non-2xx one, and the delivery is retried.
@@ -18,8 +19,10 @@ from __future__ import annotations
 
 import urllib.error
 import urllib.request
+from collections.abc import Sequence
 from typing import Any
 
+from beamweaver_core import webhook_urls
 from beamweaver_core.signatures import signature_headers
 
 TIMEOUT_SECONDS = 10.0
@@ -43,10 +46,14 @@ def post(
     event: str,
     delivery: str,
     secret: str,
+    hosts: Sequence[str] | None = None,
 ) -> int:
     """POST the JSON `body` to `url`, signed with `secret`, as `event`; the answer's status
-    (3xx included). A network failure or a timeout raises `OSError`
-    (`urllib.error.URLError` is one)."""
+    (3xx included). `hosts`: the hosts a URL from an API client must name
+    (`webhook_urls.check_url`). A URL the rule refuses now raises `WebhookUrlError`; a
+    network failure or a timeout raises `OSError` (`urllib.error.URLError` is one)."""
+    webhook_urls.check_url(url, hosts=hosts)
+    webhook_urls.check_destination(url)
     headers = {
         "Content-Type": "application/json",
         "User-Agent": USER_AGENT,

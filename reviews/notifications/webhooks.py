@@ -9,21 +9,27 @@ webhooks), signed with the endpoint's secret; its own are the event
 body (`verify_signature`) and refuses old timestamps, so a captured request cannot be
 replayed later. A non-2xx answer or a network error is retried from the outbox with
 exponential backoff; a redirect is not followed: it is a non-2xx answer, retried like the
-others.
+others. An endpoint whose URL the webhook URL rule (`beamweaver_core.webhook_urls`) refuses
+is not notified (the `beamweaver.E024` check names it), and a queued message to it fails
+and is retried, until the URL or the rule is changed.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from beamweaver_core.signatures import SIGNATURE_TOLERANCE_SECONDS, sign, verify_signature
 from beamweaver_core.users import User
 from beamweaver_core.webhook_requests import post
+from beamweaver_core.webhook_urls import WebhookUrlError, check_url
 from reviews.conf import conf
 from reviews.models import OutboxMessage, ReviewItem
 from reviews.notifications.channels import DeliveryError
+
+logger = logging.getLogger(__name__)
 
 
 def endpoints() -> dict[str, Mapping[str, Any]]:
@@ -31,14 +37,25 @@ def endpoints() -> dict[str, Mapping[str, Any]]:
     return {e["name"]: e for e in conf.webhooks}
 
 
+def _allowed(name: str, url: str) -> bool:
+    try:
+        check_url(url)
+    except WebhookUrlError as exc:
+        logger.error("Review webhook %r is not notified: %s", name, exc)
+        return False
+    return True
+
+
 class WebhookChannel:
-    """Signed POSTs to the endpoints subscribed to an event."""
+    """Signed POSTs to the endpoints subscribed to an event (and whose URL the webhook URL
+    rule allows: `manage.py check` reports the others)."""
 
     def targets(self, event: str, item: ReviewItem, users: Sequence[User]) -> list[str]:
         return [
             name
             for name, endpoint in endpoints().items()
-            if not endpoint.get("events") or event in endpoint["events"]
+            if (not endpoint.get("events") or event in endpoint["events"])
+            and _allowed(name, endpoint["url"])
         ]
 
     def send(self, message: OutboxMessage) -> None:
@@ -56,6 +73,8 @@ class WebhookChannel:
                 delivery=str(message.pk),
                 secret=endpoint["secret"],
             )
+        except WebhookUrlError as exc:
+            raise DeliveryError(f"{message.target} refused: {exc}") from exc
         except OSError as exc:
             raise DeliveryError(f"{message.target} unreachable: {exc}") from exc
         if not 200 <= status < 300:

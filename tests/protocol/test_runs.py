@@ -22,15 +22,20 @@ from beamweaver_core.protocol.models import ProtocolRun
 from beamweaver_core.protocol.receivers import STATELESS_GRACE, delete_stateless_threads
 from beamweaver_core.signatures import verify_signature
 from reviews.models import AuditEvent, Decision, ReviewItem
+from tests.browser.conftest import _free_port
 from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.processes, pytest.mark.django_db(transaction=True)]
 
 WEBHOOK_SECRET = "whsec-protocol-tests"
+HOOK_PORT = _free_port()
 SERVER_ENV = {
     "BEAMWEAVER_TEST_STEP_SECONDS": "0.15",  # the "steps" graph runs ~1 s: a busy thread
     "BEAMWEAVER_LG_WEBHOOK_SECRET": WEBHOOK_SECRET,
     "BEAMWEAVER_LG_WEBHOOK_HOSTS": "127.0.0.1",
+    # The receiver of `hooks` listens on this machine, on a port of its own.
+    "BEAMWEAVER_WEBHOOK_PRIVATE_ADDRESSES": "1",
+    "BEAMWEAVER_WEBHOOK_PORTS": str(HOOK_PORT),
 }
 
 
@@ -331,9 +336,9 @@ class _Hooks(BaseHTTPRequestHandler):
 @pytest.fixture
 def hooks() -> Iterator[tuple[str, list[tuple[Any, bytes]]]]:
     _Hooks.received = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Hooks)
+    server = ThreadingHTTPServer(("127.0.0.1", HOOK_PORT), _Hooks)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_port}/hook", _Hooks.received
+    yield f"http://127.0.0.1:{HOOK_PORT}/hook", _Hooks.received
     server.shutdown()
 
 
