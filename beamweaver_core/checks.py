@@ -142,3 +142,48 @@ def check_mcp_servers(
             )
         )
     return errors
+
+
+@checks.register()
+def check_webhook_settings(
+    app_configs: Sequence[AppConfig] | None, **kwargs: object
+) -> list[checks.CheckMessage]:
+    """The settings of the webhook URL rule (`beamweaver_core.webhook_urls`) are well formed:
+    a malformed one would refuse every webhook, or (a string "false") allow what it should
+    refuse."""
+    errors: list[checks.CheckMessage] = []
+    ports = as_written("WEBHOOK_PORTS")
+    if ports is not None and not (
+        isinstance(ports, list | tuple)
+        and ports
+        and all(type(p) is int and 0 < p < 65536 for p in ports)
+    ):
+        errors.append(
+            checks.Error(
+                f"BEAMWEAVER['WEBHOOK_PORTS'] is {ports!r}, not a list of port numbers.",
+                hint="List the ports webhooks may go to, e.g. [80, 443] (the default).",
+                id="beamweaver.E060",
+            )
+        )
+    for key in ("WEBHOOK_PRIVATE_ADDRESSES", "WEBHOOK_HTTPS_ONLY"):
+        found = as_written(key)
+        if found is not None and not isinstance(found, bool):
+            errors.append(
+                checks.Error(
+                    f"BEAMWEAVER[{key!r}] is {found!r}, not True or False.",
+                    id="beamweaver.E061",
+                )
+            )
+    hosts = as_written("LG_WEBHOOK_HOSTS")
+    if hosts is not None and not (
+        isinstance(hosts, list | tuple) and all(isinstance(h, str) and h for h in hosts)
+    ):
+        errors.append(
+            checks.Error(
+                f"BEAMWEAVER['LG_WEBHOOK_HOSTS'] is {hosts!r}, not a list of host names.",
+                hint="List the hosts run webhooks may call: 'hooks.example.com' or "
+                "'*.example.com' for its subdomains.",
+                id="beamweaver.E062",
+            )
+        )
+    return errors

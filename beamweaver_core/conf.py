@@ -40,6 +40,11 @@ DEFAULTS: dict[str, Any] = {
     "LG_STREAM_MAX_BYTES": 4 * 1024 * 1024,
     "LG_WEBHOOK_SECRET": "",
     "LG_WEBHOOK_HOSTS": (),
+    # Where any webhook may go (`beamweaver_core.webhook_urls`): these ports, public
+    # addresses only unless WEBHOOK_PRIVATE_ADDRESSES, http or https unless WEBHOOK_HTTPS_ONLY.
+    "WEBHOOK_PORTS": (80, 443),
+    "WEBHOOK_PRIVATE_ADDRESSES": False,
+    "WEBHOOK_HTTPS_ONLY": False,
     # Rate limits (`beamweaver_core.ratelimit`): "count/seconds".
     "RATE_DECISIONS": "20/10",
     "RATE_LOGINS": "30/60",
@@ -167,6 +172,21 @@ class Conf:
     def lg_webhook_hosts(self) -> list[str]:
         """The hosts run webhooks may call."""
         return list(value("LG_WEBHOOK_HOSTS") or ())
+
+    @property
+    def webhook_ports(self) -> tuple[int, ...]:
+        """The ports any webhook may go to."""
+        return tuple(value("WEBHOOK_PORTS") or ())
+
+    @property
+    def webhook_private_addresses(self) -> bool:
+        """Whether webhooks may go to loopback, private and other non-public addresses."""
+        return value("WEBHOOK_PRIVATE_ADDRESSES") is True
+
+    @property
+    def webhook_https_only(self) -> bool:
+        """Whether webhooks must use https."""
+        return value("WEBHOOK_HTTPS_ONLY") is True
 
     def rate_limit(self, name: str) -> str:
         """The rate limit `name` ("RATE_DECISIONS", "LOGIN_LOCKOUT", ...) as "count/seconds";

@@ -338,5 +338,11 @@ BEAMWEAVER: dict[str, Any] = {
     ),
     "LG_WEBHOOK_SECRET": os.environ.get("BEAMWEAVER_LG_WEBHOOK_SECRET", ""),
     "LG_WEBHOOK_HOSTS": _env_list("BEAMWEAVER_LG_WEBHOOK_HOSTS", []),
+    # Where any webhook (run or review) may go, beamweaver_core.webhook_urls: these ports,
+    # and public addresses only unless WEBHOOK_PRIVATE_ADDRESSES (a receiver on this
+    # machine or inside the network); https only with WEBHOOK_HTTPS_ONLY.
+    "WEBHOOK_PORTS": [int(p) for p in _env_list("BEAMWEAVER_WEBHOOK_PORTS", ["80", "443"])],
+    "WEBHOOK_PRIVATE_ADDRESSES": _env_bool("BEAMWEAVER_WEBHOOK_PRIVATE_ADDRESSES", False),
+    "WEBHOOK_HTTPS_ONLY": _env_bool("BEAMWEAVER_WEBHOOK_HTTPS_ONLY", False),
     "LG_CORS_ORIGINS": _env_list("BEAMWEAVER_LG_CORS_ORIGINS", []),
 }

@@ -11,6 +11,7 @@ from django.core import checks
 from django.utils.module_loading import import_string
 
 from beamweaver_core.conf import as_written
+from beamweaver_core.webhook_urls import WebhookUrlError, check_url
 from reviews.models import NotificationEvent
 from reviews.policies import parse_settings_policy
 
@@ -91,8 +92,10 @@ def check_webhooks(
             problem = f"must be a dict {_FIELDS}"
         elif not isinstance(hook.get("name"), str) or not hook["name"] or hook["name"] in names:
             problem = "needs a distinct non-empty 'name'"
-        elif not str(hook.get("url", "")).startswith(("https://", "http://")):
+        elif not isinstance(hook.get("url"), str):
             problem = "needs an http(s) 'url'"
+        elif (refused := _url_problem(hook["url"])) is not None:
+            problem = f"has a 'url' webhooks may not go to: {refused}"
         elif not isinstance(hook.get("secret"), str) or len(hook["secret"]) < 16:
             problem = "needs a 'secret' of at least 16 characters (it signs every request)"
         elif not set(hook.get("events") or ()) <= set(NotificationEvent.values):
@@ -102,6 +105,14 @@ def check_webhooks(
         else:
             names.add(hook["name"])
     return errors
+
+
+def _url_problem(url: str) -> str | None:
+    try:
+        check_url(url)
+    except WebhookUrlError as exc:
+        return str(exc).rstrip(".")
+    return None
 
 
 @checks.register()

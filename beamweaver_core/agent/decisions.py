@@ -26,7 +26,7 @@ from beamweaver_core.agent.review import (
     policy_version,
     preview,
 )
-from beamweaver_core.agent.schema import check_schema, schema_problems
+from beamweaver_core.agent.schema_validation import check_schema, schema_problems
 from beamweaver_core.exceptions import InvalidDecisionError
 
 _DIGEST = re.compile(r"^[0-9a-f]{64}$")

@@ -1,12 +1,5 @@
-"""JSON Schemas for tool arguments: derived from type hints, and checked with jsonschema.
-
-The arguments checked come from a model, and a reviewer's edits, and the schema itself may
-come from an MCP server: its `pattern` and `patternProperties` regular expressions run on
-RE2 (`beamweaver_core.patterns`), in time linear in the text, instead of jsonschema's
-backtracking `re` (on which `^(a+)+$` against 30 `a`s and a `!` takes minutes). A schema
-with a pattern RE2 cannot run (look-ahead, look-behind, backreferences) is refused when the
-tool is checked, saying which pattern and why.
-"""
+"""JSON Schemas for tool arguments, derived from type hints. Arguments are checked against
+a tool's schema by `agent.schema_validation`."""
 
 from __future__ import annotations
 
@@ -16,11 +9,6 @@ import types
 import typing
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, Union, get_args, get_origin, get_type_hints, is_typeddict
-
-from jsonschema import Draft202012Validator, FormatChecker, validators
-from jsonschema.exceptions import SchemaError, ValidationError
-
-from beamweaver_core.patterns import PatternError, compile_pattern
 
 RUNTIME_PARAMETER = "runtime"
 """A tool function's parameter with this name receives the `ToolRuntime`; it is not an
@@ -166,90 +154,9 @@ def _is_json(value: Any) -> bool:
     return True
 
 
-def _pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Any:
-    if validator.is_type(instance, "string") and compile_pattern(pattern).search(instance) is None:
-        yield ValidationError(f"{instance!r} does not match {pattern!r}")
-
-
-def _pattern_properties(validator: Any, patterns: Any, instance: Any, schema: Any) -> Any:
-    if not validator.is_type(instance, "object"):
-        return
-    for pattern, subschema in patterns.items():
-        compiled = compile_pattern(pattern)
-        for key, value in instance.items():
-            if compiled.search(key) is not None:
-                yield from validator.descend(value, subschema, path=key, schema_path=pattern)
-
-
-_ADDITIONAL = Draft202012Validator.VALIDATORS["additionalProperties"]
-
-
-def _additional_properties(validator: Any, additional: Any, instance: Any, schema: Any) -> Any:
-    # jsonschema's own keyword matches the names against `patternProperties` with `re`.
-    if "patternProperties" not in schema or not validator.is_type(instance, "object"):
-        yield from _ADDITIONAL(validator, additional, instance, schema)
-        return
-    known = schema.get("properties", {})
-    patterns = [compile_pattern(p) for p in schema["patternProperties"]]
-    extras = sorted(
-        k for k in instance if k not in known and not any(p.search(k) for p in patterns)
-    )
-    if validator.is_type(additional, "object"):
-        for extra in extras:
-            yield from validator.descend(instance[extra], additional, path=extra)
-    elif additional is False and extras:
-        names = ", ".join(repr(e) for e in extras)
-        verb = "does" if len(extras) == 1 else "do"
-        listed = ", ".join(repr(p) for p in sorted(schema["patternProperties"]))
-        yield ValidationError(f"{names} {verb} not match any of the regexes: {listed}")
-
-
-_Validator: type[Draft202012Validator] = validators.extend(  # type: ignore[no-untyped-call]
-    Draft202012Validator,
-    validators={
-        "pattern": _pattern,
-        "patternProperties": _pattern_properties,
-        "additionalProperties": _additional_properties,
-    },
-)
-
-# The meta-schema marks `pattern` and the names of `patternProperties` as `format: regex`:
-# checked by RE2 here, so a pattern it cannot run is refused with the tool.
-_SCHEMA_FORMATS = FormatChecker()
-_SCHEMA_FORMATS.checkers = dict(Draft202012Validator.FORMAT_CHECKER.checkers)
-_SCHEMA_FORMATS.checks("regex", raises=PatternError)(compile_pattern)
-
-
-def check_schema(schema: Any, owner: str) -> Draft202012Validator:
-    """A validator for `schema`, or `ValueError` saying why it is not a JSON Schema (or has
-    a pattern RE2 cannot run)."""
-    if not isinstance(schema, Mapping):
-        raise ValueError(f"The args_schema of {owner} must be a JSON Schema dict, got {schema!r}.")
-    try:
-        Draft202012Validator.check_schema(schema, format_checker=_SCHEMA_FORMATS)
-    except SchemaError as exc:
-        why = str(exc.cause) if isinstance(exc.cause, PatternError) else exc.message
-        raise ValueError(f"The args_schema of {owner} is not a valid JSON Schema: {why}") from None
-    return _Validator(schema)
-
-
-def schema_problems(validator: Draft202012Validator, instance: Any) -> list[tuple[str, str]]:
-    """Every way `instance` fails the schema, as `(path, message)` pairs in a stable order.
-
-    `path` is dotted (`"items.0.name"`), empty for the instance itself.
-    """
-    problems = [
-        (".".join(str(p) for p in error.absolute_path), error.message)
-        for error in validator.iter_errors(instance)
-    ]
-    return sorted(problems)
-
-
 __all__ = [
     "EMPTY_OBJECT_SCHEMA",
     "RUNTIME_PARAMETER",
-    "check_schema",
     "function_schema",
-    "schema_problems",
     "type_schema",
 ]

@@ -17,13 +17,8 @@ from typing import TYPE_CHECKING, Any, overload
 from jsonschema import Draft202012Validator
 
 from beamweaver_core.agent.canonical import canonical_json
-from beamweaver_core.agent.schema import (
-    EMPTY_OBJECT_SCHEMA,
-    RUNTIME_PARAMETER,
-    check_schema,
-    function_schema,
-    schema_problems,
-)
+from beamweaver_core.agent.schema import EMPTY_OBJECT_SCHEMA, RUNTIME_PARAMETER, function_schema
+from beamweaver_core.agent.schema_validation import check_schema, schema_problems
 from beamweaver_core.exceptions import (
     CheckpointerRequiredError,
     InvalidDecisionError,

@@ -8,6 +8,7 @@ from __future__ import annotations
 from django.db import models
 
 from beamweaver_core.models import Run
+from beamweaver_core.webhook_urls import MAX_URL_CHARS
 
 
 class ProtocolRun(models.Model):
@@ -34,7 +35,7 @@ class ProtocolRun(models.Model):
         default="",
         help_text="'delete': the thread goes when the run ends.",
     )
-    webhook = models.CharField(max_length=4096, blank=True, default="")
+    webhook = models.CharField(max_length=MAX_URL_CHARS, blank=True, default="")
     webhook_sent_at = models.DateTimeField(null=True, blank=True)
     webhook_attempts = models.IntegerField(default=0)
 

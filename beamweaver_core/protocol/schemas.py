@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from beamweaver_core.webhook_urls import MAX_URL_CHARS
+
 STREAM_MODES = (
     "values",
     "updates",
@@ -92,7 +94,7 @@ _RUN_FIELDS: dict[str, Any] = {
     "stream_mode": {"$ref": "#/$defs/StreamMode"},
     "stream_subgraphs": {"type": "boolean"},
     "stream_resumable": {"type": "boolean"},
-    "webhook": {"type": "string", "minLength": 1, "maxLength": 4096},
+    "webhook": {"type": "string", "minLength": 1, "maxLength": MAX_URL_CHARS},
     "multitask_strategy": {"type": "string", "enum": list(MULTITASK)},
     "if_not_exists": {"type": "string", "enum": ["create", "reject"]},
     "on_disconnect": {"type": "string", "enum": ["cancel", "continue"]},

@@ -1,16 +1,17 @@
 """Run webhooks: when a run started with `webhook=URL` ends (or pauses), the run as JSON,
-with its thread's values, is POSTed to the URL, signed as the review webhooks are
-(`beamweaver_core.signatures`: `X-BeamWeaver-Timestamp` and `X-BeamWeaver-Signature`,
-HMAC-SHA256 with `LG_WEBHOOK_SECRET` over `"{timestamp}.{body}"`).
+with its thread's values, is POSTed to the URL as the review webhooks are
+(`beamweaver_core.webhook_requests`), signed with `LG_WEBHOOK_SECRET`; its own headers are
+the event, `run.<status>`, and the delivery id, the run id and its status.
 
-The URL comes from an API client, so it is checked when the run is created: http(s),
-no credentials, and a host listed in `LG_WEBHOOK_HOSTS` (exact, or `*.example.com`);
-with no host listed or no secret set, webhooks are refused (422) rather than sent
+The URL comes from an API client, so it is checked when the run is created, and again
+before each attempt, against the webhook URL rule (`beamweaver_core.webhook_urls`: ports,
+public addresses, and a host listed in `LG_WEBHOOK_HOSTS`); a URL it refuses is a 422 and
+no run. With no host listed or no secret set, webhooks are refused (422) rather than sent
 unsigned or anywhere. Redirects are not followed (`beamweaver_core.webhook_requests`).
 
 Delivery is attempted when the run's outcome is committed, and retried by the workers'
 periodic tick (`MAX_ATTEMPTS` in all, the first ones quickly): at least once, receivers
-dedupe on `X-BeamWeaver-Delivery` (the run id and its status).
+dedupe on `X-BeamWeaver-Delivery`.
 """
 
 from __future__ import annotations
@@ -20,22 +21,20 @@ import logging
 import threading
 from datetime import timedelta
 from typing import Any
-from urllib.parse import urlsplit
 
 from django.db import close_old_connections, transaction
 from django.utils import timezone
 
+from beamweaver_core import webhook_urls
 from beamweaver_core.conf import conf
 from beamweaver_core.protocol import representations
 from beamweaver_core.protocol.errors import ProtocolError
 from beamweaver_core.protocol.models import ProtocolRun
 from beamweaver_core.protocol.outcome import result
-from beamweaver_core.signatures import signature_headers
 from beamweaver_core.webhook_requests import post
 
 logger = logging.getLogger(__name__)
 
-TIMEOUT_SECONDS = 10.0
 MAX_ATTEMPTS = 5
 RETRY_AFTER = timedelta(seconds=30)
 
@@ -53,14 +52,11 @@ def checked_url(url: str) -> str:
             "Run webhooks are off on this server: set BEAMWEAVER_LG_WEBHOOK_SECRET (the "
             "signing secret) and BEAMWEAVER_LG_WEBHOOK_HOSTS (the hosts webhooks may call).",
         )
-    parts = urlsplit(url)
-    host = (parts.hostname or "").lower()
-    if parts.scheme not in ("http", "https") or not host or parts.username or parts.password:
-        raise ProtocolError(422, "A webhook must be an http(s) URL with a host and no credentials.")
-    if not any(host == h or (h.startswith("*.") and host.endswith(h[1:])) for h in hosts):
-        raise ProtocolError(
-            422, f"Webhook host {host!r} is not allowed; allowed: {', '.join(hosts)}."
-        )
+    try:
+        webhook_urls.check_url(url, hosts=hosts)
+        webhook_urls.check_destination(url)
+    except webhook_urls.WebhookUrlError as exc:
+        raise ProtocolError(422, str(exc)) from None
     return url
 
 
@@ -95,18 +91,19 @@ def deliver(run_id: Any) -> bool:
         record.webhook_attempts += 1
         record.save(update_fields=["webhook_attempts"])
     body = json.dumps(payload(record), ensure_ascii=False, default=str).encode()
-    secret, _ = _conf()
+    secret, hosts = _conf()
     status = record.run.status
-    headers = {
-        "Content-Type": "application/json",
-        "User-Agent": "BeamWeaver-Webhooks/1",
-        "X-BeamWeaver-Event": f"run.{status}",
-        "X-BeamWeaver-Delivery": f"{record.run_id}:{status}",
-        **signature_headers(secret, body),
-    }
     try:
-        ok = 200 <= post(record.webhook, body, headers, timeout=TIMEOUT_SECONDS) < 300
-    except OSError as exc:
+        answer = post(
+            record.webhook,
+            body,
+            event=f"run.{status}",
+            delivery=f"{record.run_id}:{status}",
+            secret=secret,
+            hosts=hosts,
+        )
+        ok = 200 <= answer < 300
+    except (OSError, webhook_urls.WebhookUrlError) as exc:
         logger.warning("Webhook of run %s failed: %s", record.run_id, exc)
         ok = False
     if ok:

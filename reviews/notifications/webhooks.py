@@ -1,41 +1,35 @@
 """The webhook channel: a signed JSON POST to each endpoint subscribed to the event.
 
 Endpoints are configured in `BEAMWEAVER["REVIEW_WEBHOOKS"]`, a list of
-`{"name", "url", "secret", "events"}` (`events` empty or absent: every event). Each
-request carries:
-
-- `X-BeamWeaver-Event`: the event, e.g. `review.created`;
-- `X-BeamWeaver-Delivery`: the outbox id (the same on every retry: dedupe on it);
-- `X-BeamWeaver-Timestamp`: Unix seconds when this attempt was signed;
-- `X-BeamWeaver-Signature`: `sha256=` + hex HMAC-SHA256 with the endpoint's secret over
-  `"{timestamp}.{body}"`.
-
-The signature is `beamweaver_core.signatures` (shared with the protocol's run webhooks): a
-receiver recomputes the HMAC over the raw body (`verify_signature`) and refuses old
-timestamps, so a captured request cannot be replayed later. A non-2xx answer or a network
-error is retried from the outbox with exponential backoff; a redirect is not followed
-(`beamweaver_core.webhook_requests`): it is a non-2xx answer, retried like the others.
+`{"name", "url", "secret", "events"}` (`events` empty or absent: every event). The request
+and its headers are `beamweaver_core.webhook_requests`' (shared with the protocol's run
+webhooks), signed with the endpoint's secret; its own are the event
+(`X-BeamWeaver-Event`, e.g. `review.created`) and the outbox id as `X-BeamWeaver-Delivery`
+(the same on every retry: dedupe on it). A receiver recomputes the signature over the raw
+body (`verify_signature`) and refuses old timestamps, so a captured request cannot be
+replayed later. A non-2xx answer or a network error is retried from the outbox with
+exponential backoff; a redirect is not followed: it is a non-2xx answer, retried like the
+others. An endpoint whose URL the webhook URL rule (`beamweaver_core.webhook_urls`) refuses
+is not notified (the `beamweaver.E024` check names it), and a queued message to it fails
+and is retried, until the URL or the rule is changed.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from beamweaver_core.signatures import (
-    SIGNATURE_TOLERANCE_SECONDS,
-    sign,
-    signature_headers,
-    verify_signature,
-)
+from beamweaver_core.signatures import SIGNATURE_TOLERANCE_SECONDS, sign, verify_signature
 from beamweaver_core.users import User
 from beamweaver_core.webhook_requests import post
+from beamweaver_core.webhook_urls import WebhookUrlError, check_url
 from reviews.conf import conf
 from reviews.models import OutboxMessage, ReviewItem
 from reviews.notifications.channels import DeliveryError
 
-TIMEOUT_SECONDS = 10.0
+logger = logging.getLogger(__name__)
 
 
 def endpoints() -> dict[str, Mapping[str, Any]]:
@@ -43,14 +37,25 @@ def endpoints() -> dict[str, Mapping[str, Any]]:
     return {e["name"]: e for e in conf.webhooks}
 
 
+def _allowed(name: str, url: str) -> bool:
+    try:
+        check_url(url)
+    except WebhookUrlError as exc:
+        logger.error("Review webhook %r is not notified: %s", name, exc)
+        return False
+    return True
+
+
 class WebhookChannel:
-    """Signed POSTs to the endpoints subscribed to an event."""
+    """Signed POSTs to the endpoints subscribed to an event (and whose URL the webhook URL
+    rule allows: `manage.py check` reports the others)."""
 
     def targets(self, event: str, item: ReviewItem, users: Sequence[User]) -> list[str]:
         return [
             name
             for name, endpoint in endpoints().items()
-            if not endpoint.get("events") or event in endpoint["events"]
+            if (not endpoint.get("events") or event in endpoint["events"])
+            and _allowed(name, endpoint["url"])
         ]
 
     def send(self, message: OutboxMessage) -> None:
@@ -60,15 +65,16 @@ class WebhookChannel:
         body = json.dumps(
             {"delivery": message.pk, **message.payload}, sort_keys=True, ensure_ascii=False
         ).encode()
-        headers = {
-            "Content-Type": "application/json",
-            "User-Agent": "BeamWeaver-Webhooks/1",
-            "X-BeamWeaver-Event": message.event,
-            "X-BeamWeaver-Delivery": str(message.pk),
-            **signature_headers(endpoint["secret"], body),
-        }
         try:
-            status = post(endpoint["url"], body, headers, timeout=TIMEOUT_SECONDS)
+            status = post(
+                endpoint["url"],
+                body,
+                event=message.event,
+                delivery=str(message.pk),
+                secret=endpoint["secret"],
+            )
+        except WebhookUrlError as exc:
+            raise DeliveryError(f"{message.target} refused: {exc}") from exc
         except OSError as exc:
             raise DeliveryError(f"{message.target} unreachable: {exc}") from exc
         if not 200 <= status < 300:

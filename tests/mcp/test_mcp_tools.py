@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import threading
 import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -221,6 +223,42 @@ def test_pattern_properties_match_names_on_re2(call_log: CallLog) -> None:
         ("xaa", "'two' is not of type 'integer'"),
     ]
     assert tool.argument_problems({"xa": 1, "xaaa": 2}) == []
+
+
+def test_a_schema_reference_to_a_url_is_never_fetched(call_log: CallLog) -> None:
+    # jsonschema fetches a `$ref` it cannot resolve inside the schema from its URL: a
+    # server's schema could make this process request an address inside the network.
+    requested: list[str] = []
+
+    class Schemas(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            requested.append(self.path)
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(b'{"type": "string"}')
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    inside = ThreadingHTTPServer(("127.0.0.1", 0), Schemas)
+    threading.Thread(target=inside.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{inside.server_port}/internal.json"
+    schema = {"type": "object", "properties": {"code": {"$ref": url}}}
+    remote = mcp_types.Tool.model_validate({"name": "pick", "inputSchema": schema})
+    try:
+        problems = MCPTool(stdio_server(call_log), remote).argument_problems({"code": "x"})
+    finally:
+        inside.shutdown()
+
+    assert requested == []
+    assert problems == [
+        (
+            "",
+            f"the schema's reference {url!r} cannot be checked: only references inside the "
+            "schema are followed",
+        )
+    ]
 
 
 def test_an_error_result_and_structured_content_become_tool_messages(call_log: CallLog) -> None:

@@ -22,15 +22,20 @@ from beamweaver_core.protocol.models import ProtocolRun
 from beamweaver_core.protocol.receivers import STATELESS_GRACE, delete_stateless_threads
 from beamweaver_core.signatures import verify_signature
 from reviews.models import AuditEvent, Decision, ReviewItem
+from tests.browser.conftest import _free_port
 from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.processes, pytest.mark.django_db(transaction=True)]
 
 WEBHOOK_SECRET = "whsec-protocol-tests"
+HOOK_PORT = _free_port()
 SERVER_ENV = {
     "BEAMWEAVER_TEST_STEP_SECONDS": "0.15",  # the "steps" graph runs ~1 s: a busy thread
     "BEAMWEAVER_LG_WEBHOOK_SECRET": WEBHOOK_SECRET,
     "BEAMWEAVER_LG_WEBHOOK_HOSTS": "127.0.0.1",
+    # The receiver of `hooks` listens on this machine, on a port of its own.
+    "BEAMWEAVER_WEBHOOK_PRIVATE_ADDRESSES": "1",
+    "BEAMWEAVER_WEBHOOK_PORTS": str(HOOK_PORT),
 }
 
 
@@ -357,9 +362,9 @@ class _Hooks(BaseHTTPRequestHandler):
 @pytest.fixture
 def hooks() -> Iterator[tuple[str, list[tuple[Any, bytes]]]]:
     _Hooks.received = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Hooks)
+    server = ThreadingHTTPServer(("127.0.0.1", HOOK_PORT), _Hooks)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_port}/hook", _Hooks.received
+    yield f"http://127.0.0.1:{HOOK_PORT}/hook", _Hooks.received
     server.shutdown()
 
 
@@ -371,6 +376,12 @@ def test_a_runs_webhook_is_posted_signed_when_it_ends(
     run = lg.runs.create(None, "linear", input={"log": []}, webhook=url, on_completion="keep")
     wait_for(lambda: received)
     ((headers, body),) = received
+    assert (headers["Content-Type"], headers["User-Agent"]) == (
+        "application/json",
+        "BeamWeaver-Webhooks/1",
+    )
+    assert headers["X-BeamWeaver-Event"] == "run.succeeded"
+    assert headers["X-BeamWeaver-Delivery"] == f"{run['run_id']}:succeeded"
     assert verify_signature(
         WEBHOOK_SECRET, headers["X-BeamWeaver-Timestamp"], body, headers["X-BeamWeaver-Signature"]
     )

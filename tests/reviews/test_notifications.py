@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from datetime import timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 from django.contrib.auth.models import User
@@ -17,6 +18,7 @@ from django.core import mail
 from django.db import transaction
 from django.utils import timezone
 
+from reviews import checks
 from reviews.models import NotificationPreference, OutboxMessage
 from reviews.notifications import notify, outbox
 from reviews.notifications.webhooks import sign, verify_signature
@@ -60,13 +62,21 @@ class Receiver:
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
 
+def local_webhook(settings: Any, url: str, name: str = "ops") -> None:
+    """Configure one review webhook to `url` on this machine, which the webhook URL rule
+    refuses unless told: private addresses allowed, and the URL's own port."""
+    settings.BEAMWEAVER = {
+        **settings.BEAMWEAVER,
+        "REVIEW_WEBHOOKS": [{"name": name, "url": url, "secret": SECRET, "events": []}],
+        "WEBHOOK_PRIVATE_ADDRESSES": True,
+        "WEBHOOK_PORTS": [urlsplit(url).port],
+    }
+
+
 @pytest.fixture
 def receiver(settings: Any) -> Iterator[Receiver]:
     hook = Receiver()
-    settings.BEAMWEAVER = {
-        **settings.BEAMWEAVER,
-        "REVIEW_WEBHOOKS": [{"name": "ops", "url": hook.url, "secret": SECRET, "events": []}],
-    }
+    local_webhook(settings, hook.url)
     yield hook
     hook.server.shutdown()
 
@@ -118,6 +128,8 @@ def test_a_webhook_is_signed_over_timestamp_and_body(receiver: Receiver) -> None
 
     assert report.to_dict() == {"sent": 1, "retrying": 0, "dead": 0}
     headers, body = receiver.requests[0]
+    assert headers["Content-Type"] == "application/json"
+    assert headers["User-Agent"] == "BeamWeaver-Webhooks/1"
     assert headers["X-Beamweaver-Event"] == "review.created"
     delivery = OutboxMessage.objects.get()
     assert headers["X-Beamweaver-Delivery"] == str(delivery.pk)
@@ -202,16 +214,83 @@ def test_a_redirect_is_not_followed_and_the_webhook_is_retried(
 
 
 def test_an_unreachable_webhook_is_retried(settings: Any) -> None:
-    settings.BEAMWEAVER = {
-        **settings.BEAMWEAVER,
-        "REVIEW_WEBHOOKS": [{"name": "down", "url": "http://127.0.0.1:9/", "secret": SECRET}],
-    }
+    local_webhook(settings, "http://127.0.0.1:9/", name="down")
     pause()
 
     report = outbox.deliver_due()
 
     assert report.retrying == 1
     assert OutboxMessage.objects.get().last_error.startswith("down unreachable: ")
+
+
+PRIVATE = (
+    "is not a public address (loopback): webhooks go to public addresses only unless "
+    "BEAMWEAVER_WEBHOOK_PRIVATE_ADDRESSES is set."
+)
+
+
+@pytest.mark.parametrize(
+    ("private", "own_port", "problem"),
+    [
+        (False, True, f"Webhook host '127.0.0.1' {PRIVATE}"),
+        (
+            True,
+            False,
+            "Webhook port {port} is not allowed; allowed: 80, 443 (BEAMWEAVER_WEBHOOK_PORTS).",
+        ),
+    ],
+)
+def test_a_review_webhook_the_url_rule_refuses_is_not_notified_and_fails_the_check(
+    settings: Any, receiver: Receiver, private: bool, own_port: bool, problem: str
+) -> None:
+    port = urlsplit(receiver.url).port
+    settings.BEAMWEAVER = {
+        **settings.BEAMWEAVER,
+        "WEBHOOK_PRIVATE_ADDRESSES": private,
+        "WEBHOOK_PORTS": [port] if own_port else [80, 443],
+    }
+
+    pause()
+    outbox.deliver_due()
+
+    assert not OutboxMessage.objects.filter(channel="webhook").exists()
+    assert receiver.requests == []
+    [error] = checks.check_webhooks(None)
+    assert (error.id, error.msg) == (
+        "beamweaver.E024",
+        "BEAMWEAVER['REVIEW_WEBHOOKS'][0] has a 'url' webhooks may not go to: "
+        f"{problem.format(port=port)}",
+    )
+
+
+def test_a_queued_review_webhook_the_rule_refuses_by_the_time_it_is_sent_is_not_sent(
+    settings: Any, receiver: Receiver
+) -> None:
+    pause()
+    settings.BEAMWEAVER = {**settings.BEAMWEAVER, "WEBHOOK_PRIVATE_ADDRESSES": False}
+
+    report = outbox.deliver_due()
+
+    assert (report.sent, report.retrying) == (0, 1)
+    assert receiver.requests == []
+    assert (
+        OutboxMessage.objects.get().last_error == f"ops refused: Webhook host '127.0.0.1' {PRIVATE}"
+    )
+
+
+def test_a_review_webhook_to_a_name_is_refused_by_where_it_leads(
+    settings: Any, receiver: Receiver
+) -> None:
+    local_webhook(settings, receiver.url.replace("127.0.0.1", "localhost"))
+    settings.BEAMWEAVER = {**settings.BEAMWEAVER, "WEBHOOK_PRIVATE_ADDRESSES": False}
+    pause()
+
+    report = outbox.deliver_due()
+
+    assert (report.sent, report.retrying) == (0, 1)
+    assert receiver.requests == []
+    error = OutboxMessage.objects.get().last_error
+    assert error.startswith("ops refused: Webhook host 'localhost' (") and error.endswith(PRIVATE)
 
 
 def test_email_goes_to_reviewers_who_want_the_event_with_a_deep_link(settings: Any) -> None:
