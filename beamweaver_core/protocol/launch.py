@@ -253,10 +253,6 @@ def _start(
     own_thread: str | None,
 ) -> Run:
     stateless = thread_id is None
-    if thread is not None:
-        # New work on a thread is its owners' to start, as changing it is (a run that
-        # answers a question is a decision instead, `_answer`).
-        lookup.may_change(user, thread)
     target = thread.id if thread is not None else (thread_id or own_thread or str(uuid.uuid4()))
     if body.get("input") is None and thread is None:
         raise ProtocolError(422, "A new thread needs input to start from.")
@@ -280,6 +276,13 @@ def _start(
     metadata = {"graph_id": graph, "assistant_id": assistants.assistant_id(graph)}
     try:
         with transaction.atomic():
+            if thread is not None:
+                # New work on a thread is its owners' to start, as changing it is (a run
+                # that answers a question is a decision instead, `_answer`): checked under
+                # the thread's lock until the run is queued, as the thread page's fork is.
+                # A pause that hides the thread, or asks what the caller may not reject,
+                # updates the thread's row before it writes its review items.
+                lookup.changeable(user, thread.id)
             run = service.start_run(
                 graph,
                 values,
@@ -308,6 +311,8 @@ def _make_room(user: Any, thread: Thread, strategy: str) -> None:
         raise ProtocolError(409, BUSY)
     if strategy == "enqueue":
         return
+    # Before any run is stopped (a refused request stops nothing); the start checks again.
+    lookup.may_change(user, thread)
     active = Run.objects.filter(thread=thread, status__in=lookup.ACTIVE).order_by("created_at")
     stop(user, list(active), strategy)
 
