@@ -29,7 +29,7 @@ from beamweaver_core.protocol.errors import ProtocolError, not_found
 from beamweaver_core.protocol.messages import input_values
 from beamweaver_core.protocol.models import ProtocolRun
 from beamweaver_core.protocol.stopping import stop
-from beamweaver_core.runtime import service, thread_ids
+from beamweaver_core.runtime import forks, service, thread_ids
 from beamweaver_core.runtime.answers import (
     ACCEPTED,
     APPROVAL_RECORDED,
@@ -106,14 +106,10 @@ def launch(
         except ValueError as exc:
             raise ProtocolError(422, str(exc)) from None
         pending = _pending(thread, fork)
-        asked = [i.id for i in pending if i.timing is None]
-        if asked:
-            raise ProtocolError(
-                409,
-                f"Thread {thread.id!r} waits for answers to interrupt(s) {', '.join(asked)}: "
-                "resume it with command={'resume': ...} (a map of interrupt ids to answers for "
-                "several).",
-            )
+        try:
+            forks.refuse_unanswered(thread.id, pending)
+        except forks.QuestionPendingError as exc:
+            raise ProtocolError(409, str(exc)) from None
         if pending and fork is None and not (command.get("goto") or command.get("update")):
             return _answer(user, thread, graph, body, {i.id: None for i in pending}, webhook)
     return _start(user, thread_id, thread, graph, body, webhook, own_thread)
