@@ -33,11 +33,11 @@ work on it: none here; asked under the lock, which a pause that hides the thread
 first), the thread's upsert (which adds the assistant's metadata keys it lacks), its
 queued runs, the run and its protocol record. The answer shows the record just stored,
 without reading it again."""
-RUN_RESUME = 23
+RUN_RESUME = 24
 """The caller; the visible thread with whether it is busy, its latest run's options (the
 graph's breakpoints); then one transaction: the decision service (the item, who may
-decide it, the run, the locked item, the resume run, the decision naming it in one
-insert, the item's status, the audit row, the DECIDED notification's audience; no
+decide it, the run, its thread and the item locked in `runtime.locks`' order, the resume
+run, the decision naming it in one insert, the item's status, the audit row, the DECIDED notification's audience; no
 replayed decision or approval is looked up for the answer's own new id) and the resume
 run's protocol record. The answer service and `resume_thread` open no savepoint of their
 own (the decision service's two stay), and the resume run comes back from the decision
@@ -77,7 +77,7 @@ def test_a_protocol_hitl_round_trip_costs_a_bounded_number_of_statements(counted
     assert done == {"answer": "yes", "log": ["finish"]}
 
 
-ROUND_TRIP = 90
+ROUND_TRIP = 91
 """Every statement of one durable HITL round trip as a server serves it: the requests
 above (create, start, join, resume, join; the start locks the thread and reads its
 latest run, to know whether the caller may start work on it) and the worker's two runs
