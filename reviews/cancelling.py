@@ -26,6 +26,7 @@ from django.db.models import QuerySet
 from beamweaver_core.exceptions import BeamWeaverError
 from beamweaver_core.models import Run, Thread
 from beamweaver_core.runtime import service as runtime_service
+from beamweaver_core.runtime.locks import run_and_thread
 from beamweaver_core.users import User
 from reviews.models import ReviewItem
 from reviews.outcomes import Code, Outcome
@@ -79,10 +80,13 @@ def cancel(user: User, thread_id: str) -> Outcome:
     if thread is None:
         return Outcome(Code.NOT_FOUND, "No such thread.")
     with transaction.atomic():
-        # The run's lock first (as the decision service takes it), so no decision lands
-        # between the check and the cancel.
+        # The run's lock, then its thread's (`runtime.locks`, as the decision service
+        # takes them), so no decision lands between the check and the cancel.
         found = active_run(thread)
-        run = found and Run.objects.select_for_update().filter(pk=found.pk).first()
+        try:
+            run = run_and_thread(found.pk)[0] if found is not None else None
+        except Run.DoesNotExist:  # deleted meanwhile
+            run = None
         if run is None or run.status not in ACTIVE:
             return Outcome(Code.NO_ACTIVE_RUN, "The thread has no active run to cancel.")
         # Then the pending items' locks (a claim holds its item's lock until it commits), so

@@ -30,6 +30,7 @@ from beamweaver_core.agent import HITL
 from beamweaver_core.exceptions import BeamWeaverError, NotAReviewError
 from beamweaver_core.models import Run
 from beamweaver_core.runtime import service as runtime_service
+from beamweaver_core.runtime.locks import run_and_thread
 from beamweaver_core.users import User
 from reviews import realtime
 from reviews.models import AuditEvent, NotificationEvent, ReviewItem
@@ -131,9 +132,10 @@ def _deadline(pk: int, now: datetime) -> str:
         return ""
     try:
         with transaction.atomic():
-            # The decision service's lock order (run, then item): a decision racing the
-            # sweep waits for it, or is waited for, and whoever comes second sees it.
-            run = Run.objects.select_for_update().get(pk=run_id)
+            # The run, its thread, then the item (`runtime.locks`, as the decision
+            # service): a decision racing the sweep waits for it, or is waited for, and
+            # whoever comes second sees it.
+            run, _ = run_and_thread(run_id)
             item = (
                 ReviewItem.objects.select_for_update()
                 .filter(pk=pk, status=ReviewItem.Status.PENDING, overdue_at__isnull=True)

@@ -21,7 +21,7 @@ from beamweaver_core.models import Thread
 from beamweaver_core.redaction import REDACTED
 from beamweaver_core.runtime import registry
 from beamweaver_core.runtime.access import locked_if_visible
-from beamweaver_core.runtime.forks import ForkError, fork
+from beamweaver_core.runtime.forks import ForkError, QuestionPendingError, fork
 from beamweaver_core.users import User
 from reviews import payloads
 from reviews.forms import choice_field
@@ -143,6 +143,8 @@ def _forked(user: User, thread: Thread, cleaned: Mapping[str, Any]) -> Outcome:
         made = fork(
             thread.id, cleaned["checkpoint_id"], user=user, values=edits or None, as_node=as_node
         )
+    except QuestionPendingError as exc:
+        return Outcome(Code.QUESTION_PENDING, str(exc))
     except ForkError as exc:
         return Outcome(Code.INVALID, str(exc))
     except ThreadBusyError as exc:

@@ -31,6 +31,7 @@ HTTP_STATUS: Mapping[Code, int] = MappingProxyType(
         Code.ALREADY_APPROVED: 409,
         Code.INVALID: 422,
         Code.BUSY: 409,
+        Code.QUESTION_PENDING: 409,
         Code.NO_ACTIVE_RUN: 409,
         Code.NOT_CANCELLABLE: 409,
     }

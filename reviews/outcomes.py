@@ -45,6 +45,7 @@ class Code(StrEnum):
     ALREADY_APPROVED = "already_approved"
     INVALID = "invalid"  # the request fails validation (`problems`)
     BUSY = "busy"  # the thread could not take the resume
+    QUESTION_PENDING = "question_pending"  # a run would go past an unanswered question
     NO_ACTIVE_RUN = "no_active_run"
     NOT_CANCELLABLE = "not_cancellable"
 

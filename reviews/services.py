@@ -1,9 +1,10 @@
 """The decision service: the one way a review item is answered (the inbox, the `resume`
 command and any API call `decide`).
 
-`decide` runs in one transaction. It locks the run that paused on the item, then the item,
-and refuses, in this order, with the outcome code (`reviews.outcomes.Code`; the inbox and
-the API answer it with the status in brackets, `reviews.http_statuses`):
+`decide` runs in one transaction. It locks the run that paused on the item, its thread,
+then the item (the order of `beamweaver_core.runtime.locks`), and refuses, in this order,
+with the outcome code (`reviews.outcomes.Code`; the inbox and the API answer it with the
+status in brackets, `reviews.http_statuses`):
 
 - `not_found` (404): no such item, or the user may not see it (indistinguishable);
 - `key_reused` (422): the client decision id was used by this user for another answer;
@@ -47,6 +48,7 @@ from django.db import IntegrityError, transaction
 from beamweaver_core.exceptions import BeamWeaverError
 from beamweaver_core.models import Run
 from beamweaver_core.runtime import service as runtime_service
+from beamweaver_core.runtime.locks import run_and_thread
 from beamweaver_core.users import User
 from reviews import answers, outcomes, payloads, quorum, realtime
 from reviews.models import Approval, AuditEvent, Decision, NotificationEvent, ReviewItem
@@ -102,10 +104,10 @@ def _decide(request: DecisionRequest) -> DecisionOutcome:
         return outcomes.refuse(
             request, None, Code.NOT_FOUND, "No such review item.", audited=hidden
         )
-    # Lock order (run, then item) matches the runtime's (cancel_run and the worker lock
-    # the run before the signal receivers touch its items), so no deadlock, and a cancel
-    # racing this decision waits for it or is waited for.
-    run = Run.objects.select_for_update().get(pk=run_id)
+    # The run, its thread, then the item (`runtime.locks`; the resume locks the thread
+    # again): a cancel, a pause or a state write racing this decision waits for it or is
+    # waited for, and never deadlocks with it.
+    run, _ = run_and_thread(run_id)
     item = ReviewItem.objects.select_for_update().get(pk=item_id)
     if item.run_id != run.pk:
         raise _RunChanged

@@ -34,7 +34,7 @@ from beamweaver_core.protocol.errors import ProtocolError, not_found
 from beamweaver_core.protocol.messages import input_values
 from beamweaver_core.protocol.models import ProtocolRun
 from beamweaver_core.protocol.stopping import stop
-from beamweaver_core.runtime import service, thread_ids
+from beamweaver_core.runtime import forks, service, thread_ids
 from beamweaver_core.runtime.answers import (
     ACCEPTED,
     APPROVAL_RECORDED,
@@ -111,14 +111,12 @@ def launch(
             raise ProtocolError(422, str(exc)) from None
         pending = _pending(thread, fork)
         asked = [i.id for i in pending if i.timing is None]
-        if asked and not _changes(body):
+        if not _changes(body):
             # Nothing would answer them: the run would stop at the same questions again.
-            raise ProtocolError(
-                409,
-                f"Thread {thread.id!r} waits for answers to interrupt(s) {', '.join(asked)}: "
-                "resume it with command={'resume': ...} (a map of interrupt ids to answers for "
-                "several).",
-            )
+            try:
+                forks.refuse_unanswered(thread.id, pending)
+            except forks.QuestionPendingError as exc:
+                raise ProtocolError(409, str(exc)) from None
         if pending and not asked and fork is None:
             # Continuing past a breakpoint, with a goto or update or without, is an answer.
             return _answer(user, thread, graph, body, {i.id: None for i in pending}, webhook)
@@ -297,10 +295,6 @@ def _start(
     own_thread: str | None,
 ) -> Run:
     stateless = thread_id is None
-    if thread is not None:
-        # New work on a thread is its owners' to start, as changing it is (a run that
-        # answers a question is a decision instead, `_answer`).
-        lookup.may_change(user, thread)
     target = thread.id if thread is not None else (thread_id or own_thread or str(uuid.uuid4()))
     if body.get("input") is None and thread is None:
         raise ProtocolError(422, "A new thread needs input to start from.")
@@ -324,6 +318,13 @@ def _start(
     metadata = {"graph_id": graph, "assistant_id": assistants.assistant_id(graph)}
     try:
         with transaction.atomic():
+            if thread is not None:
+                # New work on a thread is its owners' to start, as changing it is (a run
+                # that answers a question is a decision instead, `_answer`): checked under
+                # the thread's lock until the run is queued, as the thread page's fork is.
+                # A pause that hides the thread, or asks what the caller may not reject,
+                # updates the thread's row before it writes its review items.
+                lookup.changeable(user, thread.id)
             run = service.start_run(
                 graph,
                 values,
@@ -352,6 +353,8 @@ def _make_room(user: Any, thread: Thread, strategy: str) -> None:
         raise ProtocolError(409, BUSY)
     if strategy == "enqueue":
         return
+    # Before any run is stopped (a refused request stops nothing); the start checks again.
+    lookup.may_change(user, thread)
     active = Run.objects.filter(thread=thread, status__in=lookup.ACTIVE).order_by("created_at")
     stop(user, list(active), strategy)
 

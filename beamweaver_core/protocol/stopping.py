@@ -27,8 +27,8 @@ def stop(user: Any, runs: Sequence[Run], action: str = "interrupt") -> None:
         if refusal is not None:
             raise ProtocolError(403, f"Run {run.id}: {refusal}")
     with transaction.atomic():
-        # Every run locked before any thread, oldest first: the runtime's order is a run,
-        # then its thread (`cancel_run`; a worker's step holds its run until the commit
+        # Every run locked before any thread, oldest first: the runtime's order is runs,
+        # then their thread (`runtime.locks`; a worker's step holds its run until the commit
         # checks its events' foreign key against the thread). Cancelling one run locks the
         # thread, so waiting for the next only then deadlocked with that run's worker.
         locking = Run.objects.select_for_update().filter(id__in=[run.id for run in runs])

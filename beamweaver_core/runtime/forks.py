@@ -12,7 +12,7 @@ one transaction under the thread's row lock, which workers skip, so it never rac
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,7 +24,7 @@ from beamweaver_core.graph.compiled import CompiledGraph, Config
 from beamweaver_core.models import Checkpoint, Run, Thread
 from beamweaver_core.runtime import registry, service
 from beamweaver_core.runtime.signals import state_written
-from beamweaver_core.types import END
+from beamweaver_core.types import END, Interrupt
 
 BUSY_STATUSES = (Run.Status.WAITING, Run.Status.QUEUED, Run.Status.RUNNING)
 MAX_VALUE = 100_000
@@ -36,7 +36,8 @@ class ForkError(BeamWeaverError, ValueError):
 
 
 class QuestionPendingError(ForkError):
-    """Writing as a node would go past a question of the step still unanswered."""
+    """Writing as a node, or running without the answers, would go past a question of the
+    step still unanswered."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,12 +92,34 @@ def update_state(
     return written
 
 
+def _questions(interrupts: Iterable[Interrupt]) -> list[str]:
+    """The ids of the questions among a step's pending interrupts (`interrupt()`; a
+    breakpoint is no question: continuing past it is the run)."""
+    return [i.id for i in interrupts if i.timing is None]
+
+
+def refuse_unanswered(thread_id: str, interrupts: Iterable[Interrupt]) -> None:
+    """`QuestionPendingError` if a run without answers (a replay from the step, a fork
+    whose edit leaves the questions pending) would start at a step waiting on the
+    questions among `interrupts`: it would reach them again unanswered. Questions are
+    answered only through the decision service (a resume). A run that changes the step
+    (`command.goto` / `command.update`) is not such a run: the questions stay waiting."""
+    asked = _questions(interrupts)
+    if asked:
+        raise QuestionPendingError(
+            f"Thread {thread_id!r} waits for answers to interrupt(s) {', '.join(asked)} at "
+            "this step: a run from here without them would ask them again. Answer them (in "
+            "the inbox, or over /lg with command={'resume': ...}, a map of interrupt ids to "
+            "answers for several), or run from another checkpoint."
+        )
+
+
 def _refuse_skipping_questions(graph: CompiledGraph, config: Config, as_node: str) -> None:
-    asked = [i for i in graph.get_state(config).interrupts if i.timing is None]
+    asked = _questions(graph.get_state(config).interrupts)
     if asked:
         raise QuestionPendingError(
             f"The state cannot be written as node {as_node!r} here: the step waits on "
-            f"{len(asked)} question(s) ({', '.join(i.id for i in asked)}), and writing as a "
+            f"{len(asked)} question(s) ({', '.join(asked)}), and writing as a "
             "node would go past them unanswered. Answer them (a run with command.resume, or "
             "in the inbox), or write without as_node (the node runs again on the new state "
             "when answered), or as __end__ (nothing runs)."
@@ -129,7 +152,9 @@ def fork(
 ) -> Fork:
     """Replay the thread from `checkpoint_id` (no `values`), or fork it there with
     `values` written as `as_node` (`update_state`), as a new queued run. `ForkError` for
-    an unknown checkpoint, node or state key; `ThreadBusyError` while a run is active.
+    an unknown checkpoint, node or state key; `QuestionPendingError` where the step waits
+    on a question the run would reach unanswered (`refuse_unanswered`; written as a node,
+    `update_state` refuses); `ThreadBusyError` while a run is active.
     Who may is the caller's to check, under the thread's lock in its own transaction
     (`runtime.access.locked_if_visible`)."""
     thread = Thread.objects.filter(id=thread_id).first()
@@ -144,6 +169,9 @@ def fork(
         )
     if values is not None:
         state_keys(graph, values)
+    if as_node is None:
+        at = {"configurable": {"thread_id": thread.id, "checkpoint_id": checkpoint_id}}
+        refuse_unanswered(thread.id, graph.get_state(at).interrupts)
     with transaction.atomic():
         # The lock first (the caller may hold it already): the busy check below, or
         # `update_state`'s, holds until the run is queued.
@@ -171,6 +199,7 @@ __all__ = [
     "ForkError",
     "QuestionPendingError",
     "fork",
+    "refuse_unanswered",
     "state_keys",
     "update_state",
 ]

@@ -26,6 +26,7 @@ from beamweaver_core.runtime import options as run_options
 from beamweaver_core.runtime import registry, thread_ids
 from beamweaver_core.runtime.context import REQUESTER_KEYS, run_context
 from beamweaver_core.runtime.events import announce_status
+from beamweaver_core.runtime.locks import run_and_thread
 from beamweaver_core.runtime.queue import promote_waiting
 from beamweaver_core.runtime.signals import run_finished
 from beamweaver_core.runtime.wakeup import notify_run_queued
@@ -337,9 +338,7 @@ def cancel_run(run_id: Any, *, user: Any = None) -> Run:
     next checkpoint write (its fenced writes no longer match a running run). A waiting run
     never started: cancelling it leaves its thread as it is."""
     with transaction.atomic():
-        # Lock order: the run, then its thread (as the decision service does).
-        run = Run.objects.select_for_update().get(id=run_id)
-        thread = Thread.objects.select_for_update().get(id=run.thread_id)
+        run, thread = run_and_thread(run_id)
         if run.status == Run.Status.WAITING:
             _mark_cancelled(run, user)
             return run

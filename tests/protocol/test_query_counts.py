@@ -25,17 +25,19 @@ groups (what they may see), in one statement (`reviews.token_check`)."""
 THREAD_CREATE = 5
 """The caller; whether the thread exists; the insert (BEGIN, COMMIT). A thread just
 created has no runs to read for its status."""
-RUN_START = 9
-"""The caller; the visible thread with whether it is busy (one statement); its latest run
-(whether the caller may start work on it: none here); the thread's
-upsert (which adds the assistant's metadata keys it lacks), its queued runs, the run and
-its protocol record, in one transaction (BEGIN, COMMIT; `start_run` opens no savepoint in
-the caller's). The answer shows the record just stored, without reading it again."""
-RUN_RESUME = 23
+RUN_START = 11
+"""The caller; the visible thread with whether it is busy (one statement); then one
+transaction (BEGIN, COMMIT; `start_run` opens no savepoint in the caller's): the thread
+locked, whether the caller still sees it and its latest run (whether the caller may start
+work on it: none here; asked under the lock, which a pause that hides the thread takes
+first), the thread's upsert (which adds the assistant's metadata keys it lacks), its
+queued runs, the run and its protocol record. The answer shows the record just stored,
+without reading it again."""
+RUN_RESUME = 24
 """The caller; the visible thread with whether it is busy, its latest run's options (the
 graph's breakpoints); then one transaction: the decision service (the item, who may
-decide it, the run, the locked item, the resume run, the decision naming it in one
-insert, the item's status, the audit row, the DECIDED notification's audience; no
+decide it, the run, its thread and the item locked in `runtime.locks`' order, the resume
+run, the decision naming it in one insert, the item's status, the audit row, the DECIDED notification's audience; no
 replayed decision or approval is looked up for the answer's own new id) and the resume
 run's protocol record. The answer service and `resume_thread` open no savepoint of their
 own (the decision service's two stay), and the resume run comes back from the decision
@@ -75,13 +77,13 @@ def test_a_protocol_hitl_round_trip_costs_a_bounded_number_of_statements(counted
     assert done == {"answer": "yes", "log": ["finish"]}
 
 
-ROUND_TRIP = 88
+ROUND_TRIP = 91
 """Every statement of one durable HITL round trip as a server serves it: the requests
-above (create, start, join, resume, join; the start reads the thread's latest run, to
-know whether the caller may start work on it) and the worker's two runs (`run_next`: the
-claim with the thread's head, the fenced steps, the outcome's transaction with the pause's
-review item, audit row and notification audience, or the end's pending items), BEGIN and
-COMMIT included; the checkpointer's own statements are not in Django's log, its commits
+above (create, start, join, resume, join; the start locks the thread and reads its
+latest run, to know whether the caller may start work on it) and the worker's two runs
+(`run_next`: the claim with the thread's head, the fenced steps, the outcome's transaction
+with the pause's review item, audit row and notification audience, or the end's pending
+items), BEGIN and COMMIT included; the checkpointer's own statements are not in Django's log, its commits
 are."""
 ROUND_TRIP_COMMITS = 10
 """The round trip's commits: the thread; the start; each run's claim, its steps (one

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import Permission, User
+from django.contrib.auth.models import Group, Permission, User
+from django.db import transaction
 from django.test import Client
 
-from beamweaver_core.models import Run
+from beamweaver_core.models import Run, Thread
 from beamweaver_core.runtime import service
 from beamweaver_core.runtime.execution import execute
 from beamweaver_core.runtime.queue import claim_next_run
@@ -73,6 +75,25 @@ def pause(
     done = run_next()
     assert done.status == "interrupted", done.error
     return ReviewItem.objects.filter(thread_id=run.thread_id).order_by("id").first()  # type: ignore[return-value]
+
+
+def hiding_pause(thread_id: str) -> Callable[[Callable[[], None]], None]:
+    """A pause that hides the paused thread from all but finance, for `held_meanwhile`:
+    what `execution._record` does, the thread's row, then the items of the question it
+    asks (a second item, like the thread's first, that only finance decides), committed
+    once the request raced against it waits for the thread's lock."""
+    hiding = ReviewItem.objects.filter(thread_id=thread_id).order_by("id").first()
+    assert hiding is not None, "the thread asks no question yet"
+    hiding.pk, hiding.interrupt_id = None, "second"
+    hiding.reviewer_group_ids = [Group.objects.create(name="finance").pk]
+
+    def pausing(held: Callable[[], None]) -> None:
+        with transaction.atomic():
+            Thread.objects.filter(id=thread_id).update(status=Thread.Status.INTERRUPTED)
+            hiding.save()
+            held()
+
+    return pausing
 
 
 @pytest.fixture

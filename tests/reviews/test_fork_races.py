@@ -6,17 +6,13 @@ time the fork is made."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import pytest
-from django.contrib.auth.models import Group
-from django.db import transaction
 
 from beamweaver_core.checkpoint import PostgresCheckpointer
-from beamweaver_core.models import Run, Thread
+from beamweaver_core.models import Run
 from beamweaver_core.runtime import registry
-from reviews.models import AuditEvent, ReviewItem
-from tests.reviews.conftest import client_for, make_reviewer, pause
+from reviews.models import AuditEvent
+from tests.reviews.conftest import client_for, hiding_pause, make_reviewer, pause
 from tests.support.locks import held_meanwhile
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -27,26 +23,14 @@ def test_a_question_hiding_the_thread_while_it_is_replayed_is_seen_by_the_replay
     requester: 404, nothing queued or audited. It used to check before the pause
     committed and queue a replay of a thread she no longer saw."""
     alice = make_reviewer("alice")
-    asked = pause(user=alice)
-    thread = asked.thread_id
+    thread = pause(user=alice).thread_id
     graph = registry.compiled_graph("tool_review", PostgresCheckpointer())
     first = list(graph.get_state_history({"configurable": {"thread_id": thread}}))[-1]
     at = first.config["configurable"]["checkpoint_id"]
-    hiding = ReviewItem.objects.get(pk=asked.pk)
-    hiding.pk, hiding.interrupt_id = None, "second"
-    hiding.reviewer_group_ids = [Group.objects.create(name="finance").pk]
     client = client_for(alice)
     runs = Run.objects.filter(thread_id=thread).count()
 
-    def pausing(held: Callable[[], None]) -> None:
-        """What `execution._record` does for a pause: the thread's row, then the items of
-        the question it asks (one only finance decides); committed once the replay waits."""
-        with transaction.atomic():
-            Thread.objects.filter(id=thread).update(status=Thread.Status.INTERRUPTED)
-            hiding.save()
-            held()
-
-    with held_meanwhile(pausing, until_waiting="%bw_thread%"):
+    with held_meanwhile(hiding_pause(thread), until_waiting="%bw_thread%"):
         response = client.post(f"/fork/{at}/{thread}/", {"checkpoint_id": at, "mode": "replay"})
 
     assert response.status_code == 404

@@ -39,6 +39,7 @@ def test_every_outcome_code_has_exactly_the_documented_status() -> None:
         "already_approved": 409,
         "invalid": 422,
         "busy": 409,
+        "question_pending": 409,
         "no_active_run": 409,
         "not_cancellable": 409,
     }

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import Permission, User
+from django.utils.html import escape
 
 from beamweaver_core.checkpoint import PostgresCheckpointer
 from beamweaver_core.models import Run
@@ -216,6 +217,27 @@ def test_a_replay_from_the_timeline_is_a_new_run(db: Any) -> None:
     assert Run.objects.filter(thread_id="studio-4", status="queued").count() == 1
     assert AuditEvent.objects.get(action="forked").summary == f"Replayed from checkpoint {at[:12]}"
     assert client_for(carol).get("/fork/nope/studio-4/").status_code == 404
+
+
+def test_a_replay_where_a_question_is_still_open_is_refused_as_over_lg(db: Any) -> None:
+    """A run from a step that waits on a question would ask it again, unanswered: the page
+    refuses it (409, the runtime's `QuestionPendingError`, as `/lg` answers a run without
+    input there) and queues nothing. It used to queue the replay."""
+    alice = make_reviewer("alice")
+    item = pause(user=alice)
+    graph = registry.compiled_graph("tool_review", PostgresCheckpointer())
+    at = checkpoint_id(graph.get_state({"configurable": {"thread_id": item.thread_id}}))
+    runs = Run.objects.filter(thread_id=item.thread_id).count()
+
+    response = client_for(alice).post(
+        f"/fork/{at}/{item.thread_id}/", {"checkpoint_id": at, "mode": "replay"}
+    )
+
+    assert response.status_code == 409
+    refusal = f"Thread {item.thread_id!r} waits for answers to interrupt(s) {item.interrupt_id}"
+    assert escape(refusal) in response.content.decode()
+    assert Run.objects.filter(thread_id=item.thread_id).count() == runs
+    assert not AuditEvent.objects.filter(action="forked").exists()
 
 
 def test_the_demos_threads_show_their_graph_and_history(alice: User) -> None:

@@ -127,3 +127,25 @@ def test_a_fork_written_as_the_node_that_asked_is_refused_and_starts_nothing() -
     assert Run.objects.count() == runs
     after = compiled.get_state({"configurable": {"thread_id": "fork-asked"}})
     assert after.config == asked.config and after.interrupts == asked.interrupts
+
+
+def test_a_run_from_a_step_that_waits_on_a_question_is_refused_and_starts_nothing() -> None:
+    """A replay there, or a fork whose edit leaves the question pending (no `as_node`),
+    would run the step again with no answer: refused, as `/lg` refuses a run without
+    input there (the decision service answers questions)."""
+    service.start_run("approval", {"amount": 5}, thread_id="fork-open")
+    assert run_next().status == "interrupted"
+    compiled = registry.compiled_graph("approval", PostgresCheckpointer())
+    asked = compiled.get_state({"configurable": {"thread_id": "fork-open"}})
+    at = str(asked.config["configurable"]["checkpoint_id"])
+    question = asked.interrupts[0].id
+    runs = Run.objects.count()
+
+    refusal = rf"Thread 'fork-open' waits for answers to interrupt\(s\) {question} at "
+    with pytest.raises(forks.QuestionPendingError, match=refusal):
+        forks.fork("fork-open", at, user=None)
+    with pytest.raises(forks.QuestionPendingError, match=refusal):
+        forks.fork("fork-open", at, user=None, values={"amount": 6})
+
+    assert Run.objects.count() == runs
+    assert compiled.get_state({"configurable": {"thread_id": "fork-open"}}) == asked
