@@ -325,6 +325,8 @@ def _start(
                 # A pause that hides the thread, or asks what the caller may not reject,
                 # updates the thread's row before it writes its review items.
                 lookup.changeable(user, thread.id)
+            elif not stateless:
+                lookup.claimed(user, target)
             run = service.start_run(
                 graph,
                 values,

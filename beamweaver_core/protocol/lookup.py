@@ -7,6 +7,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from django.db import connection
 from django.db.models import Exists, OuterRef, QuerySet
 
 from beamweaver_core.checkpoint.postgres import PostgresCheckpointer
@@ -59,6 +60,23 @@ def changeable(user: Any, thread_id: str) -> Thread:
     found = locked(user, thread_id)
     may_change(user, found)
     return found
+
+
+def claimed(user: Any, thread_id: str) -> None:
+    """`thread_id`'s row inserted for a run that creates its thread (`if_not_exists:
+    "create"`), in the caller's transaction; if the thread exists by now (created since
+    the caller looked, by someone else), it is `changeable` by `user` or refused (404 or
+    403), as a run on an existing thread is. The insert waits for another transaction's
+    uncommitted insert of the same id, so no thread slips in between."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {Thread._meta.db_table} (id) VALUES (%s) "
+            "ON CONFLICT (id) DO NOTHING RETURNING id",
+            [thread_id],
+        )
+        created = cursor.fetchone() is not None
+    if not created:
+        changeable(user, thread_id)
 
 
 def thread_again(token: str, thread_id: str) -> Thread:
@@ -158,6 +176,7 @@ __all__ = [
     "ACTIVE",
     "busy",
     "changeable",
+    "claimed",
     "graph",
     "locked",
     "may_change",

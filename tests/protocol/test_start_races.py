@@ -6,10 +6,14 @@ so a check made before taking the lock could be stale by the time the run is que
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
+from django.db import transaction
 
 from beamweaver_core.models import Run
-from tests.protocol.conftest import client_of, post
+from beamweaver_core.runtime import service
+from tests.protocol.conftest import api_user, client_of, post
 from tests.reviews.conftest import hiding_pause, run_next
 from tests.support.locks import held_meanwhile
 
@@ -37,3 +41,27 @@ def test_a_question_hiding_the_thread_while_a_run_is_started_on_it_is_seen_by_th
     assert response.json() == {"detail": f"Thread {thread!r} not found."}
     assert Run.objects.filter(thread_id=thread).count() == runs
     assert alice.get(f"/lg/threads/{thread}").status_code == 404
+
+
+def test_a_thread_created_meanwhile_by_someone_else_is_not_taken_over_by_a_creating_run() -> None:
+    """`if_not_exists: "create"` on a thread id nobody has yet, while another reviewer's
+    start creates that thread: the creating run waits for the other insert and then asks,
+    as for any existing thread, whether its caller may change the thread (403; the other
+    start made it hers). It used to queue bob's run on alice's new thread."""
+    alice, bob = api_user("alice"), client_of("bob")
+    thread = "created-meanwhile"
+
+    def alices_start(held: Callable[[], None]) -> None:
+        with transaction.atomic():
+            service.start_run("ask", {"amount": 3}, thread_id=thread, user=alice)
+            held()
+
+    with held_meanwhile(alices_start, until_waiting="%bw_thread%"):
+        response = bob.post(
+            f"/lg/threads/{thread}/runs",
+            {"assistant_id": "ask", "input": {"amount": 4}, "if_not_exists": "create"},
+            content_type="application/json",
+        )
+
+    assert response.status_code == 403, response.content
+    assert [run.created_by_id for run in Run.objects.filter(thread_id=thread)] == [alice.pk]
