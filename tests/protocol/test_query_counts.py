@@ -31,15 +31,17 @@ RUN_START = 9
 upsert (which adds the assistant's metadata keys it lacks), its queued runs, the run and
 its protocol record, in one transaction (BEGIN, COMMIT; `start_run` opens no savepoint in
 the caller's). The answer shows the record just stored, without reading it again."""
-RUN_RESUME = 22
+RUN_RESUME = 21
 """The caller; the visible thread with whether it is busy and its latest run's options
 (the graph's breakpoints, for its pending interrupts), in one statement; then one
-transaction: the decision service (the item, who may decide it, the run, the locked item,
-the resume run, the decision naming it in one insert, the item's status, the audit row,
-the DECIDED notification's audience; no replayed decision or approval is looked up for
-the answer's own new id) and the resume run's protocol record. The answer service and `resume_thread` open no savepoint of their
-own (the decision service's two stay), and the resume run comes back from the decision
-service rather than being read again."""
+transaction: the decision service (the item with the run it paused on, the locked run,
+the locked item among those the caller sees, the locked thread, its queued run, its
+latest run's context and options, the resume run, the decision naming it in one insert,
+the item's status, the audit row, the DECIDED notification's audience; no replayed
+decision or approval is looked up for the answer's own new id) and the resume run's
+protocol record; after the commit, that record as stored. The answer service and
+`resume_thread` open no savepoint of their own (the decision service's two stay), and the
+resume run comes back from the decision service rather than being read again."""
 JOIN = 6
 """The caller; the visible thread and the run; the run again (stopped); the caller and
 the visible thread again (the thread may have hidden from them meanwhile), with its latest
@@ -75,7 +77,7 @@ def test_a_protocol_hitl_round_trip_costs_a_bounded_number_of_statements(counted
     assert done == {"answer": "yes", "log": ["finish"]}
 
 
-ROUND_TRIP = 81
+ROUND_TRIP = 80
 """Every statement of one durable HITL round trip as a server serves it: the requests
 above (create, start, join, resume, join; the start reads the thread's latest run, to
 know whether the caller may start work on it) and the worker's two runs (`run_next`: the

@@ -37,10 +37,11 @@ for a push)."""
 INBOX_PAGE = 7
 """Session, user, the permissions and groups (one statement); the page's size and the
 four capped counts (one statement); the page's ids, its rows; the filter menus."""
-DECISION_POST = 26
-"""Session, user, the permissions and groups (one statement); the item and its
-visibility; the decision service (locking reads, the resume run, the decision naming it
-in one insert, the item, the audit row, the audience of the DECIDED notification); then
+DECISION_POST = 23
+"""Session, user, the permissions and groups (one statement); the item among those the
+user sees; the decision service (the locked run the item paused on, taken from the item
+read, and the locked item among those the user sees, the resume run, the decision naming
+it in one insert, the item, the audit row, the audience of the DECIDED notification); then
 the panel it answers with
 (the item as the service left it, not read again; its decision, the next pending item,
 its viewers)."""
