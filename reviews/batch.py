@@ -163,6 +163,7 @@ def decide_many(
         outcome = decide(
             DecisionRequest(
                 item_id=item_id,
+                run_id=item.run_id,
                 user=user,
                 client_decision_id=f"{batch_id}-{item_id}"[:64],
                 digest=digest,

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
+from uuid import UUID
 
 from django.utils import timezone
 
@@ -78,6 +79,10 @@ class DecisionRequest:
     `minted_id`: the caller made `client_decision_id` up for this request alone (the
     protocol's answers, `lg-<uuid4>`), so it names no earlier decision or approval to
     replay and none is looked up (the unique constraints still stand behind it).
+    `run_id`: the run the item paused on, as the caller read it with the item just before,
+    so the service takes that run's lock without reading the item first. It is a hint:
+    the service reads the item under the lock among those the user may see (404
+    otherwise), and reads again where it is if it moved to another run meanwhile.
     """
 
     item_id: int | str | None
@@ -91,6 +96,7 @@ class DecisionRequest:
     note: str = ""
     reason: str = ""
     minted_id: bool = False
+    run_id: UUID | None = None
 
 
 @dataclass(frozen=True)

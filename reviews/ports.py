@@ -79,7 +79,7 @@ class ReviewsAnswers:
                     ReviewItem.objects.filter(
                         thread_id=request.thread_id, interrupt_id=interrupt_id
                     )
-                    .only("pk", "digest", "kind")
+                    .only("pk", "digest", "kind", "run_id")
                     .first()
                 )
                 answer = value
@@ -88,6 +88,7 @@ class ReviewsAnswers:
                 outcome = decide(
                     DecisionRequest(
                         item_id=item.pk if item is not None else None,
+                        run_id=item.run_id if item is not None else None,
                         user=request.user,
                         client_decision_id=f"lg-{uuid.uuid4().hex}",
                         digest=item.digest if item is not None else "",

@@ -237,6 +237,7 @@ def decision_request(
                 problems.append(problem(None, "answer", str(exc)))
     return DecisionRequest(
         item_id=item.pk,
+        run_id=item.run_id,
         user=user,
         client_decision_id=data.get("client_decision_id", ""),
         digest=data.get("digest", ""),

@@ -40,6 +40,7 @@ log as well.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from typing import Any
 
@@ -81,7 +82,8 @@ def decide(request: DecisionRequest) -> DecisionOutcome:
             with transaction.atomic():
                 return _decide(request)
         except _RunChanged:
-            continue
+            # The caller's run id is where the item was; read where it is now.
+            request = dataclasses.replace(request, run_id=None)
     return DecisionOutcome(Code.BUSY, "The run moved on while deciding; reload and try again.")
 
 
@@ -91,24 +93,24 @@ def _decide(request: DecisionRequest) -> DecisionOutcome:
         item_id = None if request.item_id is None else int(request.item_id)
     except (TypeError, ValueError):
         item_id = None
-    run_id = (
-        visible.filter(pk=item_id).values_list("run_id", flat=True).first()
-        if item_id is not None
-        else None
-    )
-    if run_id is None or item_id is None:
-        # Audited against the item when it exists but is hidden from the user, so that
-        # only those who may see the item read the attempt (`visible_audit`); the answer
-        # stays the 404 of an item that does not exist.
-        hidden = ReviewItem.objects.filter(pk=item_id).first() if item_id is not None else None
-        return outcomes.refuse(
-            request, None, Code.NOT_FOUND, "No such review item.", audited=hidden
-        )
+    if item_id is None:
+        return _not_found(request, None)
+    run_id = request.run_id
+    if run_id is None:
+        run_id = visible.filter(pk=item_id).values_list("run_id", flat=True).first()
+    if run_id is None:
+        return _not_found(request, item_id)
     # The run, its thread, then the item (`runtime.locks`; the resume locks the thread
     # again): a cancel, a pause or a state write racing this decision waits for it or is
-    # waited for, and never deadlocks with it.
-    run, _ = run_and_thread(run_id)
-    item = ReviewItem.objects.select_for_update().get(pk=item_id)
+    # waited for, and never deadlocks with it. The item is read after its lock among those
+    # the user sees: the caller's run id was read before.
+    try:
+        run, _ = run_and_thread(run_id)
+    except Run.DoesNotExist:  # deleted since the item was read: read the item again
+        raise _RunChanged from None
+    item = visible.select_for_update().filter(pk=item_id).first()
+    if item is None:
+        return _not_found(request, item_id)
     if item.run_id != run.pk:
         raise _RunChanged
     body_json = answers.body_json(request.answer)
@@ -205,6 +207,14 @@ def _decide(request: DecisionRequest) -> DecisionOutcome:
             return _vote_recorded(request, item, approvals)
         summary = f"{summary} ({len(approvals)} of {item.required_approvals} approvals)"
     return _accept(request, item, answer=answer, body_json=body_json, diff=diff, summary=summary)
+
+
+def _not_found(request: DecisionRequest, item_id: int | None) -> DecisionOutcome:
+    """The 404 of an item the user may not see, audited against the item when it exists
+    but is hidden from the user, so that only those who may see the item read the attempt
+    (`visible_audit`); the answer stays the 404 of an item that does not exist."""
+    hidden = ReviewItem.objects.filter(pk=item_id).first() if item_id is not None else None
+    return outcomes.refuse(request, None, Code.NOT_FOUND, "No such review item.", audited=hidden)
 
 
 def _prior_decision(request: DecisionRequest) -> Decision | None:

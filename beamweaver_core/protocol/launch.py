@@ -149,8 +149,13 @@ def _graph(user: Any, ident: str) -> str:
 
 def _thread(user: Any, thread_id: str, body: Mapping[str, Any]) -> Thread | None:
     """The visible thread, read with whether it is busy (`lookup.with_busy`: a resume and
-    a multitask strategy ask); `None` for one `if_not_exists="create"` will create."""
-    found = lookup.with_busy(lookup.threads(user).filter(id=thread_id)).first()
+    a multitask strategy ask) and, for a run without input (an answer, or a continuation),
+    with its latest run's options (`lookup.with_latest_options`: its pending interrupts are
+    read); `None` for one `if_not_exists="create"` will create."""
+    visible = lookup.with_busy(lookup.threads(user).filter(id=thread_id))
+    if body.get("input") is None:
+        visible = lookup.with_latest_options(visible)
+    found = visible.first()
     if found is not None:
         return found
     if body.get("if_not_exists") != "create" or Thread.objects.filter(id=thread_id).exists():

@@ -8,7 +8,7 @@ import uuid
 from typing import Any
 
 from django.db import connection
-from django.db.models import Exists, OuterRef, QuerySet
+from django.db.models import Exists, OuterRef, QuerySet, Subquery
 
 from beamweaver_core.checkpoint.postgres import PostgresCheckpointer
 from beamweaver_core.exceptions import CheckpointNotFoundError
@@ -29,9 +29,11 @@ def threads(user: Any) -> QuerySet[Thread]:
     return access().visible_threads(user)
 
 
-def thread(user: Any, thread_id: str) -> Thread:
-    """The thread, if `user` may see it; 404 otherwise."""
-    found = threads(user).filter(id=thread_id).first()
+def thread(user: Any, thread_id: str, *, latest_options: bool = False) -> Thread:
+    """The thread, if `user` may see it; 404 otherwise. `latest_options`: read with its
+    latest run's options (`with_latest_options`), for a caller that reads its state."""
+    visible = threads(user).filter(id=thread_id)
+    found = (with_latest_options(visible) if latest_options else visible).first()
     if found is None:
         raise not_found(f"Thread {thread_id!r}")
     return found
@@ -79,12 +81,12 @@ def claimed(user: Any, thread_id: str) -> None:
         changeable(user, thread_id)
 
 
-def thread_again(token: str, thread_id: str) -> Thread:
-    """The thread, if `token` still acts as a user who may see it; 401 or 404 otherwise.
-    A wait or a stream asks again before it answers or sends more: meanwhile the token
-    may have been revoked, or the thread hidden from its user (its run asked a question
-    a review policy gives to others)."""
-    return thread(token_user(token), thread_id)
+def thread_again(token: str, thread_id: str, *, latest_options: bool = False) -> Thread:
+    """The thread, if `token` still acts as a user who may see it; 401 or 404 otherwise
+    (`latest_options` as for `thread`). A wait or a stream asks again before it answers
+    or sends more: meanwhile the token may have been revoked, or the thread hidden from
+    its user (its run asked a question a review policy gives to others)."""
+    return thread(token_user(token), thread_id, latest_options=latest_options)
 
 
 def run(user: Any, thread_id: str, run_id: str) -> Run:
@@ -109,12 +111,10 @@ def graph(thread: Thread) -> CompiledGraph | None:
         compiled = registry.compiled_graph(thread.graph, PostgresCheckpointer())
     except registry.UnknownGraphError:
         return None
-    latest: Any = (
-        Run.objects.filter(thread=thread)
-        .order_by("-created_at")
-        .values_list("options", flat=True)
-        .first()
-    )
+    if hasattr(thread, LATEST_OPTIONS):
+        latest: Any = getattr(thread, LATEST_OPTIONS)
+    else:
+        latest = _latest_runs(thread.pk).values_list("options", flat=True).first()
     return run_options.configured_graph(compiled, run_options.carried(latest))
 
 
@@ -172,6 +172,21 @@ def with_busy(found: QuerySet[Thread]) -> QuerySet[Thread]:
     return found.annotate(**{BUSY: Exists(active)})
 
 
+LATEST_OPTIONS = "bw_latest_options"
+"""The annotation `with_latest_options` adds."""
+
+
+def with_latest_options(found: QuerySet[Thread]) -> QuerySet[Thread]:
+    """`found`, each thread read with its latest run's options (`graph`, and so its
+    state, then asks nothing more than the checkpointer)."""
+    latest = _latest_runs(OuterRef("pk")).values("options")[:1]
+    return found.annotate(**{LATEST_OPTIONS: Subquery(latest)})
+
+
+def _latest_runs(thread_id: Any) -> QuerySet[Run]:
+    return Run.objects.filter(thread_id=thread_id).order_by("-created_at")
+
+
 __all__ = [
     "ACTIVE",
     "busy",
@@ -187,4 +202,5 @@ __all__ = [
     "thread_again",
     "threads",
     "with_busy",
+    "with_latest_options",
 ]

@@ -12,12 +12,15 @@ from beamweaver_core.protocol import lookup, representations
 from beamweaver_core.protocol.values import interrupt
 
 
-def result(run: Run) -> dict[str, Any]:
-    """The result body of a run that is no longer active."""
+def result(run: Run, thread: Thread | None = None) -> dict[str, Any]:
+    """The result body of a run that is no longer active; `thread`: the run's thread, if
+    the caller has just read it (with its latest run's options,
+    `lookup.with_latest_options`, nothing but its checkpoint is read again)."""
     error = representations.error_of(run)
     if error is not None:
         return {"__error__": error}
-    thread = Thread.objects.filter(id=run.thread_id).first()
+    if thread is None:
+        thread = Thread.objects.filter(id=run.thread_id).first()
     snapshot = lookup.snapshot(thread) if thread is not None else None
     if snapshot is None:
         return {}

@@ -28,8 +28,12 @@ ENDED = (Run.Status.SUCCEEDED, Run.Status.FAILED, Run.Status.CANCELLED)
 
 def on_run_ended(sender: Any, run: Run, **kwargs: Any) -> None:
     """A run paused or ended (inside the runtime's transaction): send its webhook after
-    the commit."""
-    if ProtocolRun.objects.filter(run_id=run.id).exclude(webhook="").exists():
+    the commit. While webhooks are off no run is sent one, so none is looked up (a
+    statement fewer at every outcome)."""
+    if (
+        webhooks.enabled()
+        and ProtocolRun.objects.filter(run_id=run.id).exclude(webhook="").exists()
+    ):
         run_id = run.id
         transaction.on_commit(lambda: webhooks.deliver_soon(run_id))
 

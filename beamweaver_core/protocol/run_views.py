@@ -179,8 +179,8 @@ async def wait(request: HttpRequest, user: Any, thread_id: str | None = None) ->
 async def join(request: HttpRequest, user: Any, thread_id: str, run_id: str) -> HttpResponseBase:
     run = await in_thread(lookup.run)(user, thread_id, run_id)
     stopped = await until_stopped(run)
-    await in_thread(lookup.thread_again)(token_of(request), thread_id)
-    body = await in_thread(result)(stopped) if stopped is not None else {}
+    thread = await in_thread(lookup.thread_again)(token_of(request), thread_id, latest_options=True)
+    body = await in_thread(result)(stopped, thread) if stopped is not None else {}
     return JsonResponse(body)
 
 

@@ -6,8 +6,9 @@ the event, `run.<status>`, and the delivery id, the run id and its status.
 The URL comes from an API client, so it is checked when the run is created, and again
 before each attempt, against the webhook URL rule (`beamweaver_core.webhook_urls`: ports,
 public addresses, and a host listed in `LG_WEBHOOK_HOSTS`); a URL it refuses is a 422 and
-no run. With no host listed or no secret set, webhooks are refused (422) rather than sent
-unsigned or anywhere. Redirects are not followed (`beamweaver_core.webhook_requests`).
+no run. With no host listed or no secret set, webhooks are off: refused (422) rather than
+sent unsigned or anywhere, and none is sent, not even one a run asked for while they were
+on. Redirects are not followed (`beamweaver_core.webhook_requests`).
 
 Delivery is attempted when the run's outcome is committed, and retried by the workers'
 periodic tick (`MAX_ATTEMPTS` in all, the first ones quickly): at least once, receivers
@@ -43,15 +44,21 @@ def _conf() -> tuple[str, list[str]]:
     return conf.lg_webhook_secret, conf.lg_webhook_hosts
 
 
+def enabled() -> bool:
+    """Whether run webhooks are on: a signing secret and at least one allowed host."""
+    secret, hosts = _conf()
+    return bool(secret and hosts)
+
+
 def checked_url(url: str) -> str:
     """`url` if runs may call it back; 422 saying what to change otherwise."""
-    secret, hosts = _conf()
-    if not secret or not hosts:
+    if not enabled():
         raise ProtocolError(
             422,
             "Run webhooks are off on this server: set BEAMWEAVER_LG_WEBHOOK_SECRET (the "
             "signing secret) and BEAMWEAVER_LG_WEBHOOK_HOSTS (the hosts webhooks may call).",
         )
+    _, hosts = _conf()
     try:
         webhook_urls.check_url(url, hosts=hosts)
         webhook_urls.check_destination(url)
@@ -128,7 +135,9 @@ def deliver_soon(run_id: Any) -> None:
 def retry_due() -> int:
     """Send again, from threads of their own, the webhooks whose earlier attempts failed,
     each after `RETRY_AFTER` doubled per attempt since its run ended (from the workers'
-    tick, which must stay quick); how many were started."""
+    tick, which must stay quick); how many were started. None while webhooks are off."""
+    if not enabled():
+        return 0
     now = timezone.now()
     failed = (
         ProtocolRun.objects.filter(
@@ -147,4 +156,12 @@ def retry_due() -> int:
     return len(due)
 
 
-__all__ = ["MAX_ATTEMPTS", "checked_url", "deliver", "deliver_soon", "payload", "retry_due"]
+__all__ = [
+    "MAX_ATTEMPTS",
+    "checked_url",
+    "deliver",
+    "deliver_soon",
+    "enabled",
+    "payload",
+    "retry_due",
+]

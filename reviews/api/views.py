@@ -144,6 +144,7 @@ def decisions_view(request: TokenRequest, user: User, pk: int) -> HttpResponse:
     outcome = decide(
         DecisionRequest(
             item_id=pk,
+            run_id=item.run_id if item is not None else None,
             user=user,
             client_decision_id=str(body.get("client_decision_id") or ""),
             digest=str(body.get("digest") or ""),

@@ -22,13 +22,14 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 START_POST = 7
 """Session, user, the permissions and groups (one statement), the run and its thread."""
-RUN_TO_PAUSE = 18
+RUN_TO_PAUSE = 17
 """The claim; the outcome with its event and the thread's status; the item's locking
 read, the policies' generation (they are compiled once per change, `reviews.policy_cache`:
 one statement, as reading the admin's policies was when there are none; two fewer with
 policies whose groups and users used to be prefetched), the item, the audit row; the notification's audience (the reviewers
 with their groups and whether they manage, one statement; an outbox row per configured
-channel: none here); the next waiting run of the thread."""
+channel: none here); the next waiting run of the thread. Run webhooks are off, so the
+outcome looks none up."""
 INBOX_PUSH = 4
 """One socket's re-check; the page's size and the four capped counts (one statement);
 the page's ids; the rows of the push (the page's rows and the filter menus are not read
@@ -36,10 +37,12 @@ for a push)."""
 INBOX_PAGE = 7
 """Session, user, the permissions and groups (one statement); the page's size and the
 four capped counts (one statement); the page's ids, its rows; the filter menus."""
-DECISION_POST = 26
-"""Session, user, the permissions and groups (one statement); the item and its
-visibility; the decision service (locking reads, the resume run, the decision naming it
-in one insert, the item, the audit row, the audience of the DECIDED notification); then
+DECISION_POST = 24
+"""Session, user, the permissions and groups (one statement); the item among those the
+user sees; the decision service (the locked run the item paused on, taken from the item
+read, its locked thread and the locked item among those the user sees, in
+`runtime.locks`' order, the resume run, the decision naming
+it in one insert, the item, the audit row, the audience of the DECIDED notification); then
 the panel it answers with
 (the item as the service left it, not read again; its decision, the next pending item,
 its viewers)."""

@@ -214,6 +214,44 @@ def test_unknown_and_forbidden_items_look_the_same(alice: User) -> None:
     assert item.status == "pending"
 
 
+def test_an_item_hidden_from_the_user_is_not_found_even_given_the_run_it_paused_on(
+    alice: User, bob: User
+) -> None:
+    """The caller's run id saves reading the item before its lock, not the check that the
+    user may see it: the item is read under the lock among those they see."""
+    item = pause()
+    ReviewItem.objects.filter(pk=item.pk).update(responder_ids=[alice.pk])
+
+    outcome = approve(item, bob, run_id=item.run_id)
+
+    assert (http_status(outcome), outcome.code, outcome.message) == (
+        404,
+        "not_found",
+        "No such review item.",
+    )
+    refused = AuditEvent.objects.get(action="refused")
+    assert (refused.item_id, refused.outcome) == (item.pk, "not_found")
+    item.refresh_from_db()
+    assert item.status == "pending"
+
+
+@pytest.mark.parametrize("given", ["the run it moved from", "a run that does not exist"])
+def test_an_item_no_longer_on_the_run_the_caller_gives_is_read_again_and_decided(
+    alice: User, given: str
+) -> None:
+    item = pause()
+    newer = Run.objects.create(
+        thread_id=item.thread_id, graph=item.graph, status=Run.Status.INTERRUPTED
+    )
+    ReviewItem.objects.filter(pk=item.pk).update(run=newer)
+    run_id = item.run_id if given == "the run it moved from" else uuid.uuid4()
+
+    outcome = approve(item, alice, run_id=run_id)
+
+    assert outcome.code == "accepted"
+    assert Decision.objects.get(item=item).resume_run.thread_id == item.thread_id
+
+
 def test_invalid_decisions_are_refused_with_every_problem_and_the_item_stays_pending(
     alice: User,
 ) -> None:

@@ -140,6 +140,7 @@ class Command(BaseCommand):
         outcome = decide(
             DecisionRequest(
                 item_id=item.pk,
+                run_id=item.run_id,
                 user=user,
                 client_decision_id=options["decision_id"] or uuid.uuid4().hex,
                 digest=options["digest"] or item.digest,
