@@ -15,7 +15,8 @@ Only the operator loosens the rule, in settings; an API client can only choose a
 it. What the URL says is checked where it is accepted (`check_url`: the protocol's 422,
 the system checks, before each request); where its host name leads, when it is accepted
 from an API client and again before each request (`check_destination`), so a name that
-resolves to an internal address is refused too.
+resolves to an internal address is refused too. A request then connects to the addresses
+that check returned, and never through a proxy (`beamweaver_core.webhook_requests`).
 """
 
 from __future__ import annotations
@@ -75,18 +76,21 @@ def check_url(url: str, *, hosts: Sequence[str] | None = None) -> str:
     return url
 
 
-def check_destination(url: str) -> None:
-    """`WebhookUrlError` if the host of `url` (allowed by `check_url`) resolves to an address
-    the rule refuses. A name that does not resolve passes: a request to it fails anyway."""
-    if conf.webhook_private_addresses:
-        return
+def check_destination(url: str) -> list[str]:
+    """The addresses the host of `url` (allowed by `check_url`) resolves to, in the
+    resolver's order, if the rule allows every one; `WebhookUrlError` if it refuses any. A
+    request connects to these rather than resolving the name again, whose answer could have
+    changed since (DNS rebinding). A name that does not resolve has none and passes here: a
+    request to it fails anyway."""
     host = urlsplit(url).hostname or ""
     try:
         found = socket.getaddrinfo(host, _port(url), type=socket.SOCK_STREAM)
     except OSError:
-        return
-    for *_, sockaddr in found:
-        _check_address(host, ipaddress.ip_address(str(sockaddr[0]).split("%")[0]))
+        return []
+    addresses = list(dict.fromkeys(str(sockaddr[0]) for *_, sockaddr in found))
+    for address in addresses:
+        _check_address(host, ipaddress.ip_address(address.split("%")[0]))
+    return addresses
 
 
 def _port(url: str) -> int:

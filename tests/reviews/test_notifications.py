@@ -130,17 +130,17 @@ def test_a_webhook_is_signed_over_timestamp_and_body(receiver: Receiver) -> None
     headers, body = receiver.requests[0]
     assert headers["Content-Type"] == "application/json"
     assert headers["User-Agent"] == "BeamWeaver-Webhooks/1"
-    assert headers["X-Beamweaver-Event"] == "review.created"
+    assert headers["X-BeamWeaver-Event"] == "review.created"
     delivery = OutboxMessage.objects.get()
-    assert headers["X-Beamweaver-Delivery"] == str(delivery.pk)
+    assert headers["X-BeamWeaver-Delivery"] == str(delivery.pk)
     assert verify_signature(
-        SECRET, headers["X-Beamweaver-Timestamp"], body, headers["X-Beamweaver-Signature"]
+        SECRET, headers["X-BeamWeaver-Timestamp"], body, headers["X-BeamWeaver-Signature"]
     )
     assert not verify_signature(
         "another-secret-entirely",
-        headers["X-Beamweaver-Timestamp"],
+        headers["X-BeamWeaver-Timestamp"],
         body,
-        headers["X-Beamweaver-Signature"],
+        headers["X-BeamWeaver-Signature"],
     )
     sent = json.loads(body)
     assert sent["delivery"] == delivery.pk
