@@ -118,12 +118,32 @@ def _literal_address(host: str) -> _Address | None:
         return None
 
 
+_NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
+"""The well-known NAT64 prefix (RFC 6052): a gateway maps `64:ff9b::a00:1` to 10.0.0.1."""
+_LOCAL_NAT64 = ipaddress.IPv6Network("64:ff9b:1::/48")
+"""The local-use NAT64 prefix (RFC 8215): a network's own translation, never public."""
+
+
+def _embedded_ipv4(address: _Address) -> _Address:
+    """The IPv4 address an IPv6 one leads to where it spells one (IPv4-mapped, NAT64's
+    well-known prefix, 6to4), else `address`: Python calls `64:ff9b::a00:1` and
+    `2002:7f00:1::` global, though they reach 10.0.0.1 and 127.0.0.1."""
+    if not isinstance(address, ipaddress.IPv6Address):
+        return address
+    if address.ipv4_mapped is not None:
+        return address.ipv4_mapped
+    if address in _NAT64:
+        return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+    if address.sixtofour is not None:
+        return address.sixtofour
+    return address
+
+
 def _check_address(host: str, address: _Address) -> None:
     if conf.webhook_private_addresses:
         return
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped
-    if address.is_global and not address.is_multicast:
+    address = _embedded_ipv4(address)
+    if address.is_global and not address.is_multicast and address not in _LOCAL_NAT64:
         return
     kind = next(
         (
