@@ -393,10 +393,24 @@ def _options(body: Mapping[str, Any]) -> dict[str, Any] | None:
         "checkpoint_id": checkpoint,
         "interrupt_before": body.get("interrupt_before"),
         "interrupt_after": body.get("interrupt_after"),
-        "goto": command.get("goto"),
+        "goto": _goto(command.get("goto")),
         "update": input_values(command["update"]) if command.get("update") else None,
     }
     return {k: v for k, v in options.items() if v is not None} or None
+
+
+def _goto(goto: Any) -> Any:
+    """`command.goto` as run options take it: node names as given, a send (`{"node",
+    "input"}`, LangGraph's `Send`) with an object input read as run input is."""
+    if isinstance(goto, list):
+        return [_goto(target) for target in goto]
+    if isinstance(goto, Mapping):
+        given = goto["input"]
+        return {
+            "node": goto["node"],
+            "input": input_values(given) if isinstance(given, Mapping) else given,
+        }
+    return goto
 
 
 def _record(
