@@ -9,8 +9,8 @@
   the questions keep waiting.
 - `command.resume` (a value, or a map of interrupt ids to values; `{"decisions": [...]}`
   for a tool review) and a run with no input on a thread paused at a breakpoint are
-  answers: every one goes through the decision service (`runtime.answers`), with its
-  validation, review policy (nobody approves their own run: the token's user counts),
+  answers: every one counts against the user's `RATE_DECISIONS` and goes through the
+  decision service (`runtime.answers`), with its validation, review policy (nobody approves their own run: the token's user counts),
   audit, and one decision per interrupt. The resume run it queues is the run returned;
   the command's `goto` / `update` go with it (`runtime.service.add_command`), for those who
   may change the thread.
@@ -100,8 +100,7 @@ def launch(
             raise ProtocolError(
                 409, "A new thread has no interrupt to resume; start it with input."
             )
-        _within_decision_rate(user)
-        return _answer(user, thread, graph, body, _answers(thread, command["resume"]), webhook)
+        return _answer(user, thread, graph, body, webhook)
     if body.get("input") is None and thread is not None:
         # A run from a checkpoint (a replay) asks what is pending there, not at the
         # thread's head.
@@ -119,7 +118,7 @@ def launch(
                 raise ProtocolError(409, str(exc)) from None
         if pending and not asked and fork is None:
             # Continuing past a breakpoint, with a goto or update or without, is an answer.
-            return _answer(user, thread, graph, body, {i.id: None for i in pending}, webhook)
+            return _answer(user, thread, graph, body, webhook, breakpoints=pending)
     return _start(user, thread_id, thread, graph, body, webhook, own_thread)
 
 
@@ -199,9 +198,18 @@ def _answer(
     thread: Thread,
     graph: str,
     body: Mapping[str, Any],
-    chosen: dict[str, Any],
     webhook: str,
+    *,
+    breakpoints: tuple[Interrupt, ...] = (),
 ) -> Run:
+    """A decision over `/lg`: `command.resume`'s answers, or continuing the thread past
+    its pending `breakpoints`. Every one counts against the user's decision rate first,
+    even one refused afterwards."""
+    _within_decision_rate(user)
+    if breakpoints:
+        chosen: dict[str, Any] = {i.id: None for i in breakpoints}
+    else:
+        chosen = _answers(thread, body["command"]["resume"])
     refused = [
         k
         for k in ("checkpoint", "checkpoint_id", "interrupt_before", "interrupt_after")
@@ -385,10 +393,24 @@ def _options(body: Mapping[str, Any]) -> dict[str, Any] | None:
         "checkpoint_id": checkpoint,
         "interrupt_before": body.get("interrupt_before"),
         "interrupt_after": body.get("interrupt_after"),
-        "goto": command.get("goto"),
+        "goto": _goto(command.get("goto")),
         "update": input_values(command["update"]) if command.get("update") else None,
     }
     return {k: v for k, v in options.items() if v is not None} or None
+
+
+def _goto(goto: Any) -> Any:
+    """`command.goto` as run options take it: node names as given, a send (`{"node",
+    "input"}`, LangGraph's `Send`) with an object input read as run input is."""
+    if isinstance(goto, list):
+        return [_goto(target) for target in goto]
+    if isinstance(goto, Mapping):
+        given = goto["input"]
+        return {
+            "node": goto["node"],
+            "input": input_values(given) if isinstance(given, Mapping) else given,
+        }
+    return goto
 
 
 def _record(

@@ -65,11 +65,29 @@ DEFS: dict[str, Any] = {
             "goto": {
                 "anyOf": [
                     {"type": "string", "maxLength": 200},
-                    {"type": "array", "items": {"type": "string", "maxLength": 200}},
+                    {"$ref": "#/$defs/Send"},
+                    {
+                        "type": "array",
+                        "items": {
+                            "anyOf": [
+                                {"type": "string", "maxLength": 200},
+                                {"$ref": "#/$defs/Send"},
+                            ]
+                        },
+                        "maxItems": 200,
+                    },
                     {"type": "null"},
                 ]
             },
         },
+    },
+    "Send": {
+        "type": "object",
+        "properties": {
+            "node": {"type": "string", "maxLength": 200},
+            "input": {},
+        },
+        "required": ["node", "input"],
     },
     "StreamMode": {
         "anyOf": [

@@ -9,9 +9,11 @@ Keys (all optional):
 - `checkpoint_id`: fork the thread from that checkpoint (time travel);
 - `interrupt_before`, `interrupt_after`: `"*"` or a list of node names, static
   breakpoints for this run on top of the graph's own;
-- `goto` (a node name or a list) and `update` (a JSON object): with no input, the run
-  continues the thread as `Command(goto=..., update=...)`; a resume run applies them
-  with its answers, `Command(resume=..., goto=..., update=...)`.
+- `goto` (a node name, a send `{"node": name, "input": any JSON value}`, or a list
+  mixing them) and `update` (a JSON object): with no input, the run continues the thread as
+  `Command(goto=..., update=...)`, each send as `Send(node, input)` (the node runs once
+  with that input instead of the state); a resume run applies them with its answers,
+  `Command(resume=..., goto=..., update=...)`.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from beamweaver_core.graph.compiled import CompiledGraph
-from beamweaver_core.types import Command
+from beamweaver_core.types import Command, Send
 
 KEYS = frozenset(
     {"config", "checkpoint_id", "interrupt_before", "interrupt_after", "goto", "update"}
@@ -60,8 +62,9 @@ def check(options: Mapping[str, Any] | None, graph: CompiledGraph) -> dict[str, 
         if key in checked:
             _nodes(checked[key], graph, key)
     if "goto" in checked:
-        goto = checked["goto"]
-        _nodes([goto] if isinstance(goto, str) else goto, graph, "goto")
+        _nodes(
+            [t if isinstance(t, str) else t["node"] for t in _goto(checked["goto"])], graph, "goto"
+        )
     update = checked.get("update")
     if update is not None and not isinstance(update, Mapping):
         raise ValueError(f"'update' must be a JSON object of state keys, got {update!r:.100}.")
@@ -80,6 +83,25 @@ def _nodes(value: Any, graph: CompiledGraph, key: str) -> frozenset[str]:
             f"nodes: {sorted(graph.nodes)}."
         )
     return frozenset(value)
+
+
+def _goto(value: Any) -> list[Any]:
+    """The goto targets as a list, each a node name or a send; `ValueError` for any
+    other shape."""
+    targets = value if isinstance(value, list) else [value]
+    for target in targets:
+        if isinstance(target, str):
+            continue
+        if (
+            not isinstance(target, Mapping)
+            or not isinstance(target.get("node"), str)
+            or set(target) != {"node", "input"}
+        ):
+            raise ValueError(
+                '\'goto\' must be a node name, a send {"node": name, "input": value}, '
+                f"or a list of them, got {value!r:.100}."
+            )
+    return targets
 
 
 def configured_graph(graph: CompiledGraph, options: Mapping[str, Any] | None) -> CompiledGraph:
@@ -131,6 +153,8 @@ def continuation(options: Mapping[str, Any] | None, answers: Any = None) -> Comm
     goto, update = options.get("goto"), options.get("update")
     if answers is None and goto is None and update is None:
         return None
+    if goto is not None:
+        goto = [t if isinstance(t, str) else Send(t["node"], t["input"]) for t in _goto(goto)]
     return Command(goto=goto, update=update, resume=answers)
 
 

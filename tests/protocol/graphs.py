@@ -23,6 +23,7 @@ PROTOCOL_GRAPHS = {
     "mailer": "tests.protocol.graphs:mailer",
     "configured": "tests.protocol.graphs:configured",
     "nested_ask": "tests.protocol.graphs:nested_ask",
+    "greeter": "tests.protocol.graphs:greeter",
 }
 
 
@@ -137,4 +138,19 @@ def _show_config(state: dict[str, Any], runtime: Any) -> dict[str, Any]:
 
 configured = (
     Graph(name="configured").add_node("show", _show_config).add_edge(START, "show").compile()
+)
+
+
+def _greet(arg: dict[str, Any] | None) -> dict[str, Any]:
+    """Greets the name in its input: a send's, or the state when it runs as a node."""
+    return {"log": [f"hello {(arg or {}).get('name', 'everyone')}"]}
+
+
+greeter = (
+    Graph(name="greeter")
+    .add_reducer("log", operator.add)
+    .add_node("start", _step("start"))
+    .add_node("greet", _greet)
+    .add_edge(START, "start")
+    .compile()
 )

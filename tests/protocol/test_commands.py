@@ -74,6 +74,45 @@ def test_a_goto_without_an_answer_runs_its_target_while_the_question_waits() -> 
     assert (state.values, state.next) == ({"amount": 3, "log": ["finish"]}, ("ask",))
 
 
+def test_a_goto_send_runs_its_node_once_with_its_input() -> None:
+    """A send (`{"node", "input"}`, LangGraph's `Send`) runs its node with the input
+    instead of the state, beside a named goto target that runs on the state; the run keeps
+    them as JSON in its options."""
+    client = client_of("alice")
+    thread = post(client, "/threads", {})["thread_id"]
+    post(client, f"/threads/{thread}/runs", {"assistant_id": "greeter", "input": {"log": []}})
+    assert run_next().status == Run.Status.SUCCEEDED
+    goto = [{"node": "greet", "input": {"name": "ada"}}, "greet"]
+
+    status, run = _send(client, thread, {"assistant_id": "greeter", "command": {"goto": goto}})
+
+    assert status == 200, run
+    assert Run.objects.get(pk=run["run_id"]).options == {"goto": goto}
+    assert run_next().status == Run.Status.SUCCEEDED
+    assert _state("greeter", thread).values == {"log": ["start", "hello ada", "hello everyone"]}
+
+
+@pytest.mark.parametrize(
+    ("goto", "message"),
+    [
+        ({"node": "nope", "input": {}}, "'goto' names node(s) ['nope']"),
+        ({"input": {}}, "Invalid request at command/goto"),
+        ({"node": "greet"}, "Invalid request at command/goto"),
+        (["greet", {"node": 5}], "Invalid request at command/goto"),
+    ],
+)
+def test_a_goto_send_to_no_node_or_of_another_shape_is_refused(goto: Any, message: str) -> None:
+    client = client_of("alice")
+    thread = post(client, "/threads", {})["thread_id"]
+    post(client, f"/threads/{thread}/runs", {"assistant_id": "greeter", "input": {"log": []}})
+    assert run_next().status == Run.Status.SUCCEEDED
+
+    status, detail = _send(client, thread, {"assistant_id": "greeter", "command": {"goto": goto}})
+
+    assert status == 422 and message in detail["detail"], detail
+    assert not Run.objects.filter(status=Run.Status.QUEUED).exists()
+
+
 def test_an_answer_with_an_update_and_a_goto_resumes_with_both() -> None:
     client = client_of("alice")
     thread = _paused(client, input={"amount": 3})

@@ -9,8 +9,10 @@ import pytest
 from django.core.cache import cache
 from django.test import Client
 
-from beamweaver_core.models import Thread
-from tests.protocol.conftest import api_user, token_for
+from beamweaver_core.models import Run, Thread
+from reviews.models import ReviewItem
+from tests.protocol.conftest import api_user, client_of, post, token_for
+from tests.reviews.conftest import run_next
 
 pytestmark = pytest.mark.django_db
 
@@ -57,3 +59,39 @@ def test_a_thread_stream_after_an_event_id_never_given_is_refused() -> None:
 
     assert past.status_code == 422 and "past every event" in past.json()["detail"]
     assert bogus.status_code == 422
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("protocol_graphs")
+def test_continuing_a_breakpoint_counts_against_the_users_decision_rate(settings: Any) -> None:
+    """A run without input on a thread paused at a breakpoint is a decision, so it is
+    limited as a resume is: past the rate, 429 and nothing is decided or queued (it used
+    to go through the decision service without counting)."""
+    settings.BEAMWEAVER = {**settings.BEAMWEAVER, "RATE_DECISIONS": "1/60"}
+    cache.clear()
+    alice, bob = client_of("alice"), client_of("bob")
+    threads = [_paused_at_a_breakpoint(alice) for _ in range(2)]
+    body = json.dumps({"assistant_id": "linear"})
+
+    answers = [
+        bob.post(f"/lg/threads/{thread}/runs", body, content_type="application/json")
+        for thread in threads
+    ]
+
+    assert [a.status_code for a in answers] == [200, 429]
+    assert "Too many decisions" in answers[1].json()["detail"]
+    assert ReviewItem.objects.get(thread_id=threads[1]).status == ReviewItem.Status.PENDING
+    assert list(
+        Run.objects.filter(status=Run.Status.QUEUED).values_list("thread_id", flat=True)
+    ) == [threads[0]]
+
+
+def _paused_at_a_breakpoint(client: Client) -> str:
+    thread = post(client, "/threads", {})["thread_id"]
+    post(
+        client,
+        f"/threads/{thread}/runs",
+        {"assistant_id": "linear", "input": {"log": []}, "interrupt_before": ["two"]},
+    )
+    assert run_next().status == Run.Status.INTERRUPTED
+    return str(thread)

@@ -16,6 +16,7 @@ import pytest
 from django.utils import timezone
 from langgraph_sdk import get_sync_client
 from langgraph_sdk.errors import ConflictError, NotFoundError
+from langgraph_sdk.schema import Send
 
 from beamweaver_core.models import Run, RunEvent, Thread
 from beamweaver_core.protocol.models import ProtocolRun
@@ -246,6 +247,22 @@ def test_a_command_changes_a_thread_waiting_for_an_answer_or_goes_with_the_answe
     assert (decision.user.username, decision.source) == ("alice", "api")
     with pytest.raises(httpx.HTTPStatusError) as unknown:
         lg.runs.wait(thread, "ask", command={"goto": "nowhere"})
+    assert status_of(unknown) == 422
+
+
+def test_a_goto_sends_input_to_a_node_as_langgraphs_send_does(
+    lg_url: str, alice_token: str
+) -> None:
+    lg = client(lg_url, alice_token)
+    thread = lg.threads.create()["thread_id"]
+    lg.runs.wait(thread, "greeter", input={"log": []})
+    send: Send = {"node": "greet", "input": {"name": "ada"}}
+
+    done = lg.runs.wait(thread, "greeter", command={"goto": [send, "greet"]})
+
+    assert done == {"log": ["start", "hello ada", "hello everyone"]}
+    with pytest.raises(httpx.HTTPStatusError) as unknown:
+        lg.runs.wait(thread, "greeter", command={"goto": {"node": "nowhere", "input": None}})
     assert status_of(unknown) == 422
 
 

@@ -74,6 +74,25 @@ def test_a_run_without_input_continues_with_goto_and_update() -> None:
     assert snapshot("opt-4").values["log"][:2] == [0, 9]
 
 
+def test_a_goto_send_is_checked_as_a_node_name_is() -> None:
+    """A send (`{"node", "input"}`) names a node of the graph and gives its input, and
+    has nothing else."""
+    with pytest.raises(ValueError, match=r"'goto' names node\(s\) \['nope'\]"):
+        service.start_run(
+            "steps", None, thread_id="opt-16", options={"goto": {"node": "nope", "input": None}}
+        )
+    shapes = [
+        {"node": "s1"},
+        {"node": "s1", "input": [1], "extra": 1},
+        {"input": {}},
+        ["s1", 3],
+    ]
+    for goto in shapes:
+        with pytest.raises(ValueError, match=r"'goto' must be a node name, a send"):
+            service.start_run("steps", None, thread_id="opt-16", options={"goto": goto})
+    assert not Run.objects.exists()
+
+
 def test_a_run_forks_from_an_earlier_checkpoint() -> None:
     service.start_run("steps", {"log": []}, thread_id="opt-5")
     run_next()

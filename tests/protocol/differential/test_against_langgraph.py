@@ -546,3 +546,29 @@ def test_an_update_without_an_answer_keeps_the_question_and_goes_with_one(
     assert ours == theirs
     assert ours["changed"] == {"amount": 3}
     assert ours["state"] == [{"amount": 3}, ["ask"], "interrupted"]
+
+
+def test_a_goto_sends_its_input_to_a_node(both: dict[str, Any]) -> None:
+    """`command.goto` takes sends (`{"node", "input"}`, LangGraph's `Send`), one or a list:
+    each runs its node once with its input instead of the state.
+
+    A list mixing node names and sends (the SDK's `Sequence[Send | str]`, which LangGraph's
+    JS server and its Python server's `map_cmd` both take) is refused by LangGraph's Python
+    server's request schema (422); BeamWeaver runs it (docs/protocol.md)."""
+    mixed = [{"node": "greet", "input": {"name": "cy"}}, "greet"]
+
+    def scenario(lg: Any) -> dict[str, Any]:
+        thread_id = lg.threads.create()["thread_id"]
+        started = lg.runs.wait(thread_id, "greeter", input={"log": []})
+        one = lg.runs.wait(
+            thread_id, "greeter", command={"goto": {"node": "greet", "input": {"name": "ada"}}}
+        )
+        sends = [{"node": "greet", "input": {"name": "bob"}}, {"node": "greet", "input": None}]
+        several = lg.runs.wait(thread_id, "greeter", command={"goto": sends})
+        refused = status_of(lambda: lg.runs.wait(thread_id, "greeter", command={"goto": mixed}))
+        return {"started": started, "one": one, "several": several, "mixed": refused}
+
+    ours, theirs = on_both(both, scenario)
+    assert (ours.pop("mixed"), theirs.pop("mixed")) == (200, 422)
+    assert ours == theirs
+    assert ours["several"] == {"log": ["start", "hello ada", "hello bob", "hello everyone"]}

@@ -113,3 +113,16 @@ def _explode(state: LogState) -> dict[str, Any]:
 
 
 explode = StateGraph(LogState).add_node("explode", _explode).add_edge(START, "explode").compile()
+
+
+def _greet(arg: dict[str, Any] | None) -> dict[str, Any]:
+    return {"log": [f"hello {(arg or {}).get('name', 'everyone')}"]}
+
+
+greeter = (
+    StateGraph(LogState)
+    .add_node("start", _named("start"))
+    .add_node("greet", _greet)
+    .add_edge(START, "start")
+    .compile()
+)
