@@ -48,6 +48,11 @@ def check_url(url: str, *, hosts: Sequence[str] | None = None) -> str:
         raise WebhookUrlError(
             f"A webhook URL may be at most {MAX_URL_CHARS} characters; this one has {len(url)}."
         )
+    if not url.isascii() or any(c <= " " or c == "\x7f" for c in url):
+        raise WebhookUrlError(
+            "A webhook URL must be ASCII with no spaces or control characters: "
+            "percent-encode its path and write an international host name in its xn-- form."
+        )
     parts = urlsplit(url)
     schemes = ("https",) if conf.webhook_https_only else ("http", "https")
     if parts.scheme not in schemes:

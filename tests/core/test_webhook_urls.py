@@ -25,6 +25,10 @@ NOT_PUBLIC = (
 @pytest.mark.parametrize(
     ("url", "message"),
     [
+        ("https://hooks.example/a b", "A webhook URL must be ASCII with no spaces or control characters: percent-encode its path and write an international host name in its xn-- form."),
+        ("https://hooks.example/a\r\nX-Evil: 1", "A webhook URL must be ASCII with no spaces or control characters: percent-encode its path and write an international host name in its xn-- form."),
+        ("https://bücher.example/hook", "A webhook URL must be ASCII with no spaces or control characters: percent-encode its path and write an international host name in its xn-- form."),
+        ("https://xn--bcher-kva.example/h%20ook", None),
         ("ftp://hooks.example/x", "A webhook URL must start with http:// or https://."),
         ("file:///etc/passwd", "A webhook URL must start with http:// or https://."),
         ("https:///x", "A webhook URL needs a host, and no user name or password."),
