@@ -105,12 +105,20 @@ class LiveConsumer(AsyncWebsocketConsumer):
         # Every way a socket ends (a disconnect, an abnormal close, an exception in a
         # handler, the server cancelling the consumer) leaves through here: its place in
         # `slots` is given back once, whatever happened.
+        # So are the page's groups, when a connect failed after joining them (channels
+        # then sends no disconnect).
         try:
             await super().__call__(scope, receive, send)
         finally:
             if self.slot is not None:
                 slots.give_back(self.slot)
                 self.slot = None
+            await self.leave_groups()
+
+    async def leave_groups(self) -> None:
+        joined, self.joined = getattr(self, "joined", []), []
+        for group in joined:
+            await self.channel_layer.group_discard(group, self.channel_name)
 
     async def connect(self) -> None:
         self.joined: list[str] = []
@@ -161,8 +169,7 @@ class LiveConsumer(AsyncWebsocketConsumer):
 
     async def disconnect(self, code: int) -> None:
         self.closing = True
-        for group in self.joined:
-            await self.channel_layer.group_discard(group, self.channel_name)
+        await self.leave_groups()
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         """A client's frame: a presence ping (a JSON object whose `type` is

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from asgiref.sync import sync_to_async
 from channels.auth import AuthMiddlewareStack
+from channels.layers import get_channel_layer
 from channels.routing import URLRouter
 from channels.security.websocket import AllowedHostsOriginValidator
 from channels.testing import WebsocketCommunicator
@@ -169,6 +170,26 @@ async def test_an_exception_during_connect_gives_the_place_back(
     inbox = await opened("/ws/inbox/", alice)
     assert 'id="inbox-list"' in await inbox.receive_from(timeout=5)
     await inbox.disconnect()
+
+
+async def test_an_exception_once_accepted_leaves_no_group_membership() -> None:
+    """A socket whose connect failed after joining its page's groups leaves them: channels
+    sends no disconnect then, and the groups would keep a dead channel, queueing every
+    hint for it, until the channel layer's group expiry (a day by default)."""
+    alice = await reviewer("alice")
+    layer = get_channel_layer()
+    before = memberships(layer)
+
+    socket = await opened_failing("opened", alice)
+    with pytest.raises(RuntimeError, match="opened failed"):
+        await socket.receive_output(timeout=5)
+
+    assert memberships(layer) <= before
+
+
+def memberships(layer: Any) -> set[tuple[str, str]]:
+    """Every (group, channel) of the in-memory channel layer the tests run on."""
+    return {(group, channel) for group, channels in layer.groups.items() for channel in channels}
 
 
 async def opened_failing(step: str, user: User) -> WebsocketCommunicator:
