@@ -64,6 +64,8 @@ class LiveConsumer(AsyncWebsocketConsumer):
 
     user: User
     """The user as the last check read them (`still_allowed`)."""
+    joined: list[str]
+    """The channel-layer groups this socket is in (left once, whatever ends it)."""
     slot: Any = None
     """The primary key this socket is counted under in `slots` (None: not counted)."""
 
@@ -116,12 +118,13 @@ class LiveConsumer(AsyncWebsocketConsumer):
             await self.leave_groups()
 
     async def leave_groups(self) -> None:
-        joined, self.joined = getattr(self, "joined", []), []
+        joined: list[str] = getattr(self, "joined", [])
+        self.joined = []
         for group in joined:
             await self.channel_layer.group_discard(group, self.channel_name)
 
     async def connect(self) -> None:
-        self.joined: list[str] = []
+        self.joined = []
         self.pinged_at = monotonic()
         # Counted before the first check, which needs the database thread: a refusal
         # costs no query, however fast a client reconnects. The handshake's user (the

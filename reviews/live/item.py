@@ -50,8 +50,9 @@ class ItemConsumer(LiveConsumer):
         realtime.announce_presence(self.item_id)
 
     async def disconnect(self, code: int) -> None:
+        was_here = bool(self.joined)  # an accepted socket (a refused one joined nothing)
         await super().disconnect(code)
-        if self.joined:
+        if was_here:
             await database_sync_to_async(self._gone)()
             realtime.announce_presence(self.item_id)
 
