@@ -114,9 +114,14 @@ async def caller_refused(token: str, thread_id: str) -> dict[str, str] | None:
     try:
         await in_thread(lookup.thread_again)(token, thread_id)
     except ProtocolError as exc:
-        kind = "AuthenticationError" if exc.status == 401 else "NotFoundError"
-        return {"error": kind, "message": exc.detail}
+        return refusal_of(exc)
     return None
+
+
+def refusal_of(exc: ProtocolError) -> dict[str, str]:
+    """`lookup.thread_again`'s refusal in the shape of the protocol's error event."""
+    kind = "AuthenticationError" if exc.status == 401 else "NotFoundError"
+    return {"error": kind, "message": exc.detail}
 
 
 async def refusal(token: str, thread_id: str) -> bytes | None:
@@ -263,4 +268,5 @@ __all__ = [
     "frames",
     "open_translator",
     "refusal",
+    "refusal_of",
 ]

@@ -17,10 +17,12 @@ from typing import Any
 
 from beamweaver_core.conf import conf
 from beamweaver_core.models import Run
+from beamweaver_core.protocol import lookup
 from beamweaver_core.protocol.db import in_thread
+from beamweaver_core.protocol.errors import ProtocolError
 from beamweaver_core.protocol.hints import Hints
 from beamweaver_core.protocol.outcome import result
-from beamweaver_core.protocol.stream import TERMINAL, caller_refused, cancel_quietly
+from beamweaver_core.protocol.stream import TERMINAL, cancel_quietly, refusal_of
 
 KEEPALIVE_SECONDS = 5.0
 PROGRESS_HINTS = frozenset({"run.event", "run.stored"})
@@ -61,6 +63,20 @@ async def until_stopped(run: Run) -> Run | None:
             await _next_status_hint(hints)
 
 
+def _result_for(stopped: Run | None, token: str | None, thread_id: str | None) -> dict[str, Any]:
+    """The stopped run's result (`{}` if it was deleted). With `token` and `thread_id`,
+    the caller is checked again first, in the statement that also reads what the result
+    needs of the thread (`lookup.thread_again`, as `runs.join` does); a refusal is the
+    body's `__error__`."""
+    thread = None
+    if token is not None and thread_id is not None:
+        try:
+            thread = lookup.thread_again(token, thread_id, latest_options=True)
+        except ProtocolError as exc:
+            return {"__error__": refusal_of(exc)}
+    return result(stopped, thread) if stopped is not None else {}
+
+
 async def result_body(
     run: Run,
     *,
@@ -83,14 +99,7 @@ async def result_body(
             if done:
                 break
             yield b"\n"
-        stopped = waiter.result()
-        refused = None
-        if token is not None and thread_id is not None:
-            refused = await caller_refused(token, thread_id)
-        if refused is not None:
-            body = {"__error__": refused}
-        else:
-            body = await in_thread(result)(stopped) if stopped is not None else {}
+        body = await in_thread(_result_for)(waiter.result(), token, thread_id)
         yield json.dumps(body, ensure_ascii=False, separators=(",", ":"), default=str).encode()
     finally:
         if not waiter.done():

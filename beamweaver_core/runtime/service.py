@@ -15,6 +15,7 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, connection, transaction
+from django.db.models import Exists
 from django.utils import timezone
 
 from beamweaver_core.checkpoint import serde
@@ -26,7 +27,7 @@ from beamweaver_core.runtime import options as run_options
 from beamweaver_core.runtime import registry, thread_ids
 from beamweaver_core.runtime.context import REQUESTER_KEYS, run_context
 from beamweaver_core.runtime.events import announce_status
-from beamweaver_core.runtime.locks import run_and_thread
+from beamweaver_core.runtime.locks import queued_run_and_thread, run_and_thread
 from beamweaver_core.runtime.queue import promote_waiting
 from beamweaver_core.runtime.signals import run_finished
 from beamweaver_core.runtime.wakeup import notify_run_queued
@@ -206,16 +207,16 @@ def resume_thread(
     payload = None if answers is None else _jsonable(dict(answers), "answers")
     new_context = None if context is None else run_context(context)
     with _busy(thread_id), transaction.atomic(savepoint=False):
-        thread = Thread.objects.select_for_update().filter(id=thread_id).first()
+        # The queued run, then the thread (`runtime.locks`): the decision service and the
+        # deadline sweep hold both already (`run_and_thread` of the paused run), so these
+        # locks wait for nothing there, and a cancel of the queued run waits for them.
+        queued, thread = queued_run_and_thread(thread_id)
         if thread is None:
             raise LookupError(f"Thread {thread_id!r} does not exist.")
         if thread.status == Thread.Status.CANCELLED:
             raise RunStateError(
                 f"Thread {thread_id!r} was cancelled; its pending interrupts can no longer be answered."
             )
-        queued = (
-            Run.objects.select_for_update().filter(thread=thread, status=Run.Status.QUEUED).first()
-        )
         if queued is not None:
             if queued.kind != Run.Kind.RESUME:
                 raise ThreadBusyError(
@@ -238,12 +239,21 @@ def resume_thread(
             queued.input = merged
             queued.save(update_fields=["input", "updated_at"])
             return queued
+        # Read after the thread's lock, so it sees a run queued while this waited for it
+        # (its lock came after the queued run's): never locked now, which would wait for
+        # a run while holding its thread, but refused.
         latest = (
             Run.objects.filter(thread=thread)
+            .annotate(queued=Exists(Run.objects.filter(thread=thread, status=Run.Status.QUEUED)))
             .order_by("-created_at")
-            .values("context", "options")
+            .values("context", "options", "queued")
             .first()
-        ) or {"context": None, "options": None}
+        ) or {"context": None, "options": None, "queued": False}
+        if latest["queued"]:
+            raise ThreadBusyError(
+                f"A run of thread {thread_id!r} was queued while its answers were being "
+                "queued; answer again to join it."
+            )
         if new_context is None:
             new_context = latest["context"]
         return _create(

@@ -2,17 +2,20 @@
 run to its interrupt, resume it, read each outcome), so that CI catches a regression
 without timing anything (issue 15's round-trip benchmark is in `bench/`). Each limit is
 the count measured when the test was written, BEGIN and COMMIT included; the
-checkpointer's own reads go through its connection and are not counted here. `runs.wait`
-is a run creation (counted here) and then a join (counted here)."""
+checkpointer's own reads go through its connection and are not counted here."""
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from typing import Any
 
 import pytest
-from django.db import connection
+from asgiref.sync import async_to_sync
+from django.db import connection, connections
 from django.test.utils import CaptureQueriesContext
 
+from beamweaver_core.protocol import waiting
 from tests.protocol.conftest import client_of, post
 from tests.reviews.conftest import run_next
 
@@ -37,8 +40,8 @@ RUN_RESUME = 22
 """The caller; the visible thread with whether it is busy and its latest run's options
 (the graph's breakpoints, for its pending interrupts), in one statement; then one
 transaction: the decision service (the item with the run it paused on; the run, its
-thread, then the item among those the caller sees, locked in `runtime.locks`' order; the
-thread locked again with its queued run, its latest run's
+thread's queued run, its thread, then the item among those the caller sees, locked in
+`runtime.locks`' order; the queued run and the thread locked again, its latest run's
 context and options, the resume run, the decision naming it in one insert, the item's
 status, the audit row, the DECIDED notification's audience; no replayed decision or
 approval is looked up for the answer's own new id) and the resume run's protocol record;
@@ -49,6 +52,31 @@ JOIN = 6
 """The caller; the visible thread and the run; the run again (stopped); the caller and
 the visible thread again (the thread may have hidden from them meanwhile), with its latest
 run's options, for its values."""
+
+WAIT = 14
+"""`runs.wait` on a thread: its run's start (`RUN_START`); the run again (stopped); the
+caller and the visible thread again (the thread may have hidden from them meanwhile),
+with its latest run's options, for its values, as `JOIN` ends. It read the thread again,
+then the thread and its options once more for the result: 16."""
+
+
+def _after_a_worker_ran_it(until_stopped: Callable[..., Any]) -> Callable[..., Any]:
+    """`waiting.until_stopped`, once a worker on a thread (and a connection) of its own
+    executed the queued run: the worker's statements are not the request's."""
+
+    async def waited(*args: Any, **kwargs: Any) -> Any:
+        def work() -> None:
+            try:
+                run_next()
+            finally:
+                connections.close_all()
+
+        worker = threading.Thread(target=work)
+        worker.start()
+        worker.join()
+        return await until_stopped(*args, **kwargs)
+
+    return waited
 
 
 @pytest.fixture
@@ -112,3 +140,27 @@ def test_a_durable_hitl_round_trip_with_its_worker_costs_a_bounded_number_of_sta
     statements = [q["sql"] for q in queries.captured_queries]
     commits = sum(1 for sql in statements if sql.strip().upper() == "COMMIT")
     assert len(statements) <= ROUND_TRIP and commits <= ROUND_TRIP_COMMITS
+
+
+async def _read(response: Any) -> bytes:
+    """A streamed answer whole (its body is written as the run stops, in this thread)."""
+    return b"".join([chunk async for chunk in response.streaming_content])
+
+
+def test_a_runs_wait_costs_a_bounded_number_of_statements(
+    counted: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    client, at_most = counted
+    thread = post(client, "/threads", {})["thread_id"]
+    monkeypatch.setattr(waiting, "until_stopped", _after_a_worker_ran_it(waiting.until_stopped))
+
+    with at_most(WAIT):
+        response = client.post(
+            f"/lg/threads/{thread}/runs/wait",
+            {"assistant_id": "ask", "input": {}},
+            content_type="application/json",
+        )
+        body = async_to_sync(_read)(response)
+
+    assert response.status_code == 200
+    assert b'"question":"Approve?"' in body
