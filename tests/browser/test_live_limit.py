@@ -23,6 +23,16 @@ def shown_on_a_phone(page: Any, status: Any) -> None:
     assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
 
 
+RECORD_STATUS = """
+window.__liveTexts = [];
+document.addEventListener("DOMContentLoaded", function () {
+  var dot = document.getElementById("live-status");
+  new MutationObserver(function () { window.__liveTexts.push(dot.textContent); })
+    .observe(dot, {childList: true, characterData: true, subtree: true});
+});
+"""
+"""Records every text the live status shows (`window.__liveTexts`)."""
+
 SERVER_ENV = {"BEAMWEAVER_LIVE_SOCKETS_PER_USER": "1"}
 PAUSED = '#live-status[data-state="paused"]'
 LIVE = '#live-status[data-state="open"][data-synced]'
@@ -43,10 +53,13 @@ def test_a_page_past_the_limit_says_live_updates_are_paused_and_retries_slowly(
     sockets: list[str] = []
     page.on("websocket", lambda ws: sockets.append(ws.url))
     page.clock.install()
+    page.add_init_script(script=RECORD_STATUS)
 
     alice.open(f"/items/{item.pk}/")
 
     status = page.wait_for_selector(PAUSED, timeout=WAIT)
+    # Accepted, then closed: the socket opened, but the page never said "Live".
+    assert "Live" not in page.evaluate("window.__liveTexts")
     assert status.inner_text() == (
         "Live updates paused: too many of your BeamWeaver pages are open. Close some; "
         "this page reconnects by itself (until then it refreshes less often)."

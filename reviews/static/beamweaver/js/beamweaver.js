@@ -99,9 +99,11 @@
     window.setTimeout(function () { socket.reconnect(); }, longest / 2 + Math.random() * longest / 2);
   }
 
+  // "Live" once the server's first message (its resync) arrived, not when the socket
+  // opens: a socket refused after accepting (4429) said "Live" for an instant first.
   document.addEventListener("htmx:wsOpen", function () {
     setSynced(false);
-    setLive("open", "Live");
+    setLive("open", "Connecting…");
   });
   // A socket the server closed because this page may no longer be watched
   // (reviews.live.base.CLOSE_FORBIDDEN: signed out, deactivated, or access taken away).
@@ -147,6 +149,8 @@
   document.addEventListener("htmx:wsAfterMessage", function () {
     syncTitle();
     restoreSelection();
+    var dot = document.getElementById("live-status");
+    if (dot && !dot.dataset.synced) setLive("open", "Live");
     setSynced(true);
     refusals = 0;
   });
