@@ -1,4 +1,5 @@
-"""ASGI entry point: HTTP through Django, websockets through Channels (origin-checked and
+"""ASGI entry point: HTTP through Django (`asgi_handler`: a synchronous view's request in
+one trip to its thread), websockets through Channels (origin-checked and
 authenticated), and the `beamweaver.runs` worker channel for `manage.py runworker`; the
 same application a host project builds (`beamweaver_core.embed.asgi`).
 
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 import os
 
-from django.core.asgi import get_asgi_application
+from beamweaver_core.asgi_handler import get_asgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "beamweaver_core.settings")
 django_asgi_app = get_asgi_application()
