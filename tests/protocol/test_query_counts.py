@@ -59,6 +59,11 @@ caller and the visible thread again (the thread may have hidden from them meanwh
 with its latest run's options, for its values, as `JOIN` ends. It read the thread again,
 then the thread and its options once more for the result: 16."""
 
+GET_STATE = 2
+"""`threads.get_state`: the caller; the visible thread with its latest run's options (the
+graph's breakpoints, for its pending interrupts), in one statement; the checkpoint is the
+checkpointer's read. It read the options in a statement of their own: 3."""
+
 
 def _after_a_worker_ran_it(until_stopped: Callable[..., Any]) -> Callable[..., Any]:
     """`waiting.until_stopped`, once a worker on a thread (and a connection) of its own
@@ -140,6 +145,19 @@ def test_a_durable_hitl_round_trip_with_its_worker_costs_a_bounded_number_of_sta
     statements = [q["sql"] for q in queries.captured_queries]
     commits = sum(1 for sql in statements if sql.strip().upper() == "COMMIT")
     assert len(statements) <= ROUND_TRIP and commits <= ROUND_TRIP_COMMITS
+
+
+def test_reading_a_paused_threads_state_costs_a_bounded_number_of_statements(
+    counted: Any,
+) -> None:
+    client, at_most = counted
+    thread = post(client, "/threads", {})["thread_id"]
+    post(client, f"/threads/{thread}/runs", {"assistant_id": "ask", "input": {}})
+    run_next()
+    with at_most(GET_STATE):
+        state = client.get(f"/lg/threads/{thread}/state").json()
+    assert state["next"] == ["ask"]
+    assert [i["value"]["question"] for i in state["interrupts"]] == ["Approve?"]
 
 
 async def _read(response: Any) -> bytes:
