@@ -48,10 +48,11 @@ approval is looked up for the answer's own new id) and the resume run's protocol
 after the commit, that record as stored. The answer service and `resume_thread` open no
 savepoint of their own (the decision service's two stay), and the resume run comes back
 from the decision service rather than being read again."""
-JOIN = 6
-"""The caller; the visible thread and the run; the run again (stopped); the caller and
-the visible thread again (the thread may have hidden from them meanwhile), with its latest
-run's options, for its values."""
+JOIN = 5
+"""The caller; the visible thread and the run (stopped already here, so not read again:
+`waiting.until_stopped`); the caller and the visible thread again (the thread may have
+hidden from them meanwhile), with its latest run's options, for its values. It read the
+stopped run again: 6."""
 
 WAIT = 14
 """`runs.wait` on a thread: its run's start (`RUN_START`); the run again (stopped); the
@@ -113,7 +114,7 @@ def test_a_protocol_hitl_round_trip_costs_a_bounded_number_of_statements(counted
     assert done == {"answer": "yes", "log": ["finish"]}
 
 
-ROUND_TRIP = 83
+ROUND_TRIP = 81
 """Every statement of one durable HITL round trip as a server serves it: the requests
 above (create, start, join, resume, join; the start locks the thread and reads its
 latest run, to know whether the caller may start work on it) and the worker's two runs
