@@ -43,7 +43,8 @@ transaction: the decision service (the item with the run it paused on; the run, 
 thread's queued run, its thread, then the item among those the caller sees, locked in
 `runtime.locks`' order; the queued run and the thread locked again, its latest run's
 context and options, the resume run, the decision naming it in one insert, the item's
-status, the audit row, the DECIDED notification's audience; no replayed decision or
+status, the audit row, the DECIDED notification's audience (the run's requester, the
+caller here, is named, so it is read); no replayed decision or
 approval is looked up for the answer's own new id) and the resume run's protocol record;
 after the commit, that record as stored. The answer service and `resume_thread` open no
 savepoint of their own (the decision service's two stay), and the resume run comes back

@@ -22,7 +22,13 @@ from reviews import checks
 from reviews.models import NotificationPreference, OutboxMessage
 from reviews.notifications import notify, outbox
 from reviews.notifications.webhooks import sign, verify_signature
-from tests.reviews.conftest import client_for, make_reviewer, pause, use_policies
+from tests.reviews.conftest import (
+    approve_as,
+    client_for,
+    make_reviewer,
+    pause,
+    use_policies,
+)
 from tests.reviews.test_api import api_for
 
 pytestmark = pytest.mark.django_db
@@ -333,6 +339,36 @@ def test_nobody_is_emailed_about_an_item_they_may_not_see(settings: Any) -> None
     pause()
 
     assert not OutboxMessage.objects.filter(channel="email").exists()
+
+
+def test_a_decision_is_emailed_to_whoever_requested_the_run() -> None:
+    rita = make_reviewer("rita", email="rita@example.com")
+    NotificationPreference.objects.create(user=rita, email_events=["review.decided"])
+    item = pause(user=rita)
+
+    approve_as(make_reviewer("dora"), item)
+
+    decided = OutboxMessage.objects.get(event="review.decided")
+    assert (decided.channel, decided.target) == ("email", "rita@example.com")
+
+
+def test_a_decision_nobody_requested_held_or_was_assigned_reads_no_reviewer() -> None:
+    """`review.decided` goes to the users the item names: naming none, its audience is
+    known to be empty without reading the reviewers."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from reviews.notifications.dispatch import audience
+
+    NotificationPreference.objects.create(
+        user=make_reviewer("keen", email="keen@example.com"), email_events=["review.decided"]
+    )
+    item = pause()
+
+    with CaptureQueriesContext(connection) as reads:
+        assert audience("review.decided", item) == []
+
+    assert reads.captured_queries == []
 
 
 def test_the_preferences_page_saves_a_reviewers_choices(alice: User) -> None:

@@ -37,13 +37,14 @@ for a push)."""
 INBOX_PAGE = 7
 """Session, user, the permissions and groups (one statement); the page's size and the
 four capped counts (one statement); the page's ids, its rows; the filter menus."""
-DECISION_POST = 24
+DECISION_POST = 23
 """Session, user, the permissions and groups (one statement); the item among those the
 user sees; the decision service (the locked run the item paused on, taken from the item
 read, its locked thread and the locked item among those the user sees, in
 `runtime.locks`' order, the resume run, the decision naming
-it in one insert, the item, the audit row, the audience of the DECIDED notification); then
-the panel it answers with
+it in one insert, the item, the audit row; the DECIDED notification's audience is the
+item's holder, assignee and requester, none here, so no reviewer is read for it: 24
+when it was read anyway); then the panel it answers with
 (the item as the service left it, not read again; its decision, the next pending item,
 its viewers)."""
 
