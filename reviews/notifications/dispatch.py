@@ -3,7 +3,9 @@ row per channel and target, in the caller's transaction."""
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+from collections.abc import Sequence
+from typing import Any, overload
 
 from beamweaver_core.users import User
 from reviews import permissions
@@ -77,10 +79,35 @@ def payload(event: str, item: ReviewItem) -> dict[str, Any]:
     }
 
 
+class _Audience(Sequence[User]):
+    """`audience(event, item)`, read when a channel first looks at it: a channel that
+    addresses no user (the webhooks) reads no reviewer, so with no channel that does,
+    the event reads none."""
+
+    def __init__(self, event: str, item: ReviewItem) -> None:
+        self._event, self._item = event, item
+
+    @functools.cached_property
+    def _users(self) -> list[User]:
+        return audience(self._event, self._item)
+
+    @overload
+    def __getitem__(self, index: int) -> User: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[User]: ...
+
+    def __getitem__(self, index: int | slice) -> User | list[User]:
+        return self._users[index]
+
+    def __len__(self) -> int:
+        return len(self._users)
+
+
 def notify(event: str, item: ReviewItem) -> int:
     """Queue `event` about `item` on every channel (in the current transaction); returns
     how many messages were queued."""
-    users = audience(event, item)
+    users = _Audience(event, item)
     body = payload(event, item)
     queued = 0
     for name, channel in channels.configured().items():
