@@ -115,14 +115,15 @@ def test_a_protocol_hitl_round_trip_costs_a_bounded_number_of_statements(counted
     assert done == {"answer": "yes", "log": ["finish"]}
 
 
-ROUND_TRIP = 81
+ROUND_TRIP = 79
 """Every statement of one durable HITL round trip as a server serves it: the requests
 above (create, start, join, resume, join; the start locks the thread and reads its
 latest run, to know whether the caller may start work on it) and the worker's two runs
 (`run_next`: the claim with the thread's head, the fenced steps, the outcome's transaction
-with the pause's review item, audit row and notification audience, or the end's pending
-items; run webhooks are off here, so no outcome looks one up), BEGIN and COMMIT included;
-the checkpointer's own statements are not in Django's log, its commits are."""
+(the outcome with its thread's status in one statement) with the pause's review item,
+audit row and notification audience, or the end's pending items; run webhooks are off
+here, so no outcome looks one up), BEGIN and COMMIT included; the checkpointer's own
+statements are not in Django's log, its commits are."""
 ROUND_TRIP_COMMITS = 10
 """The round trip's commits: the thread; the start; each run's claim, its steps (one
 each: the pause, the resume and the last node) and its outcome; the decision with its

@@ -22,8 +22,9 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 START_POST = 7
 """Session, user, the permissions and groups (one statement), the run and its thread."""
-RUN_TO_PAUSE = 17
-"""The claim; the outcome with its event and the thread's status; the item's locking
+RUN_TO_PAUSE = 16
+"""The claim; the outcome with the thread's status (one statement: 17 when the thread's
+was its own) and its event; the item's locking
 read, the policies' generation (they are compiled once per change, `reviews.policy_cache`:
 one statement, as reading the admin's policies was when there are none; two fewer with
 policies whose groups and users used to be prefetched), the item, the audit row; the notification's audience (the reviewers
