@@ -38,7 +38,7 @@ def _empty(thread_id: str) -> dict[str, Any]:
 
 
 def _state(user: Any, thread_id: str, checkpoint_id: str | None, subgraphs: bool) -> dict[str, Any]:
-    thread = lookup.thread(user, thread_id)
+    thread = lookup.thread(user, thread_id, latest_options=True)
     snapshot = lookup.snapshot(thread, checkpoint_id, subgraphs=subgraphs)
     return representations.state(snapshot) if snapshot is not None else _empty(thread.id)
 
@@ -120,7 +120,7 @@ def history(request: HttpRequest, user: Any, thread_id: str) -> list[dict[str, A
         }
     else:
         body = json_body(request, "ThreadStateSearch")
-    thread = lookup.thread(user, thread_id)
+    thread = lookup.thread(user, thread_id, latest_options=True)
     graph = lookup.graph(thread)
     if graph is None:
         return []

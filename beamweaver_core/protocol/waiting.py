@@ -53,7 +53,11 @@ async def _next_status_hint(hints: Hints) -> None:
 
 async def until_stopped(run: Run) -> Run | None:
     """The run once it is no longer waiting, queued or running (`None` if it was
-    deleted meanwhile)."""
+    deleted meanwhile). A run its caller has just read stopped (`runs.join` on a run
+    that paused or ended) is returned as read, not read again: the request is answered as
+    of that read, as it would be had a cancel or a re-queue come a moment later."""
+    if run.status in TERMINAL:
+        return run
     load = in_thread(_run)
     async with Hints(run.thread_id) as hints:
         while True:

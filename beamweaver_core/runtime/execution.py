@@ -15,14 +15,13 @@ from typing import Any
 
 from django.db import connections, transaction
 from django.db.utils import InterfaceError, OperationalError
-from django.utils import timezone
 
 from beamweaver_core.agent.async_subagents import use_async_task_client
 from beamweaver_core.agent.ledger import use_ledger
 from beamweaver_core.checkpoint.postgres import PostgresCheckpointer
 from beamweaver_core.exceptions import BeamWeaverError, StaleWriterError
 from beamweaver_core.graph.compiled import CompiledGraph
-from beamweaver_core.models import Run, Thread
+from beamweaver_core.models import Run
 from beamweaver_core.observability.runs import observed
 from beamweaver_core.redaction import redact_text
 from beamweaver_core.runtime import options as run_options
@@ -156,33 +155,26 @@ def _record(
     claim: Claim, result: RunResult | None, error: str, recorder: RunRecorder, using: str
 ) -> str:
     if isinstance(result, Interrupted):
-        status, thread_status = Run.Status.INTERRUPTED, Thread.Status.INTERRUPTED
+        status = Run.Status.INTERRUPTED
         summary: Any = {"interrupts": [to_display(i) for i in result.interrupts]}
     elif isinstance(result, Completed):
-        status, thread_status, summary = (
-            Run.Status.SUCCEEDED,
-            Thread.Status.COMPLETED,
-            {"keys": sorted(result.state)},
-        )
+        status, summary = Run.Status.SUCCEEDED, {"keys": sorted(result.state)}
     else:
-        status, thread_status, summary = Run.Status.FAILED, Thread.Status.FAILED, None
+        status, summary = Run.Status.FAILED, None
     with transaction.atomic(using=using):
+        # The run, then the thread's row (its lock until the commit), in one statement: a
+        # check made under that lock (a copy's, a change's) sees the review items the
+        # pause writes next, which may hide the thread, or runs before them.
         run = finish_run(claim, status, result=summary, error=error, using=using)
         if run is None:
             raise _LostRun
         with connections[using].cursor() as cursor:
             recorder.store(cursor)
-        # First the thread's row (its lock until the commit): a check made under that
-        # lock (a copy's, a change's) sees the review items the pause writes next, which
-        # may hide the thread, or runs before them.
-        Thread.objects.using(using).filter(id=claim.thread_id).update(
-            status=thread_status, updated_at=timezone.now()
-        )
         if isinstance(result, Interrupted):
             run_paused.send(sender=Run, run=run, interrupts=result.interrupts)
         else:
             run_finished.send(sender=Run, run=run)
-        # The update above holds the thread's row lock: the next waiting run is queued once.
+        # The outcome holds the thread's row lock: the next waiting run is queued once.
         promote_waiting(claim.thread_id, using)
     announce_status(claim.thread_id, str(claim.run_id), status)
     return str(status)

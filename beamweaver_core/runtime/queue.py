@@ -25,9 +25,10 @@ from typing import Any
 from uuid import UUID
 
 from django.db import DatabaseError, connections, transaction
+from django.utils import timezone
 
 from beamweaver_core.checkpoint.postgres import HeadRead, PostgresCheckpointer
-from beamweaver_core.models import Run
+from beamweaver_core.models import Run, Thread
 from beamweaver_core.observability import instruments
 from beamweaver_core.runtime.wakeup import notify_run_queued
 
@@ -159,6 +160,31 @@ def extend_lease(claim: Claim, lease_seconds: float, using: str = "default") -> 
         return updated == 1
 
 
+# The run's outcome, if the run is still ours, and its thread's status, in one statement.
+# The thread's row is updated only through the run's returned row, so it is locked after
+# the run, in `runtime.locks`' order (as the claim marks the thread running), and not at
+# all for a run that is no longer ours.
+_FINISH = """
+WITH finished AS (
+UPDATE bw_run SET status = %s, result = %s, error = %s, finished_at = now(),
+       lease_owner = '', lease_expires_at = NULL, updated_at = now()
+ WHERE id = %s AND fencing_token = %s AND status = 'running'
+RETURNING *
+), ended AS (
+UPDATE bw_thread AS t SET status = %s, updated_at = %s
+  FROM finished WHERE t.id = finished.thread_id
+)
+SELECT * FROM finished
+"""
+
+_THREAD_STATUS = {
+    Run.Status.INTERRUPTED: Thread.Status.INTERRUPTED,
+    Run.Status.SUCCEEDED: Thread.Status.COMPLETED,
+    Run.Status.FAILED: Thread.Status.FAILED,
+}
+"""A thread's status once its run ended with each outcome (`finish_run`)."""
+
+
 def finish_run(
     claim: Claim,
     status: str,
@@ -167,18 +193,20 @@ def finish_run(
     error: str = "",
     using: str = "default",
 ) -> Run | None:
-    """Record the run's outcome if the run is still ours; the updated run if it was
-    (read back by the same statement), else `None`."""
+    """Record the run's outcome (`status`: interrupted, succeeded or failed) and its
+    thread's status (`_THREAD_STATUS`) if the run is still ours; the updated run if it was
+    (read back by the same statement), else `None`. The thread's row stays locked until
+    the caller's transaction ends."""
     rows = Run.objects.using(using).raw(
-        "UPDATE bw_run SET status = %s, result = %s, error = %s, finished_at = now(), "
-        "lease_owner = '', lease_expires_at = NULL, updated_at = now() "
-        "WHERE id = %s AND fencing_token = %s AND status = 'running' RETURNING *",
+        _FINISH,
         [
             status,
             None if result is None else json.dumps(result, ensure_ascii=False),
             error,
             claim.run_id,
             claim.token,
+            _THREAD_STATUS[Run.Status(status)],
+            timezone.now(),
         ],
     )
     return next(iter(rows), None)

@@ -27,7 +27,8 @@ class Channel(Protocol):
 
     def targets(self, event: str, item: ReviewItem, users: Sequence[User]) -> list[str]:
         """Where `event` about `item` goes through this channel (`users`: who it concerns,
-        already filtered to those who may see the item)."""
+        already filtered to those who may see the item; read when a channel first looks
+        at it, so one that addresses no user costs no read)."""
 
     def send(self, message: OutboxMessage) -> None:
         """Deliver one outbox message; raise `DeliveryError` to have it retried."""

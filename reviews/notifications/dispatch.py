@@ -3,7 +3,9 @@ row per channel and target, in the caller's transaction."""
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+from collections.abc import Sequence
+from typing import Any, overload
 
 from beamweaver_core.users import User
 from reviews import permissions
@@ -15,18 +17,18 @@ from reviews.roles import reviewer_list
 
 
 def audience(event: str, item: ReviewItem) -> list[User]:
-    """The users an event concerns (each may see the item), read in one statement."""
+    """The users an event concerns (each may see the item), read in one statement; none,
+    and nothing read, for an event addressed to the users the item names when it names
+    none (a decision on an item nobody held, was assigned or requested)."""
+    named = _named(event, item)
+    if named is not None and not any(named):
+        return []
     reviewers = reviewer_list()
-    by_id: dict[int | None, User] = {u.pk: u for u in reviewers}
-    named = [item.claimed_by_id, item.assignee_id]
-    if event == NotificationEvent.ASSIGNED:
-        chosen = [by_id.get(item.assignee_id)]
+    if named is not None:
+        by_id: dict[int | None, User] = {u.pk: u for u in reviewers}
+        chosen = [by_id.get(pk) for pk in named]
     elif event == NotificationEvent.ESCALATED:
         chosen = [u for u in reviewers if item.escalation_group_id in permissions.group_ids(u)]
-    elif event == NotificationEvent.REMINDER and any(named):
-        chosen = [by_id.get(pk) for pk in named]
-    elif event in (NotificationEvent.EXPIRED, NotificationEvent.DECIDED):
-        chosen = [by_id.get(pk) for pk in [*named, item.requested_by_id]]
     else:
         chosen = [u for u in reviewers if policy_allows(u, item)]
     unique = {u.pk: u for u in chosen if u is not None}
@@ -37,6 +39,19 @@ def audience(event: str, item: ReviewItem) -> list[User]:
         for u in unique.values()
         if u.bw_manager or policy_allows(u, item)  # type: ignore[attr-defined]  # reviewers() annotates it
     ]
+
+
+def _named(event: str, item: ReviewItem) -> list[int | None] | None:
+    """The ids of the users `event` is addressed to, by the item's own columns; `None`
+    for an event addressed to the reviewers the policy or the escalation chooses."""
+    holders = [item.claimed_by_id, item.assignee_id]
+    if event == NotificationEvent.ASSIGNED:
+        return [item.assignee_id]
+    if event == NotificationEvent.REMINDER and any(holders):
+        return holders
+    if event in (NotificationEvent.EXPIRED, NotificationEvent.DECIDED):
+        return [*holders, item.requested_by_id]
+    return None
 
 
 def summary(event: str, item: ReviewItem) -> str:
@@ -64,10 +79,35 @@ def payload(event: str, item: ReviewItem) -> dict[str, Any]:
     }
 
 
+class _Audience(Sequence[User]):
+    """`audience(event, item)`, read when a channel first looks at it: a channel that
+    addresses no user (the webhooks) reads no reviewer, so with no channel that does,
+    the event reads none."""
+
+    def __init__(self, event: str, item: ReviewItem) -> None:
+        self._event, self._item = event, item
+
+    @functools.cached_property
+    def _users(self) -> list[User]:
+        return audience(self._event, self._item)
+
+    @overload
+    def __getitem__(self, index: int) -> User: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[User]: ...
+
+    def __getitem__(self, index: int | slice) -> User | list[User]:
+        return self._users[index]
+
+    def __len__(self) -> int:
+        return len(self._users)
+
+
 def notify(event: str, item: ReviewItem) -> int:
     """Queue `event` about `item` on every channel (in the current transaction); returns
     how many messages were queued."""
-    users = audience(event, item)
+    users = _Audience(event, item)
     body = payload(event, item)
     queued = 0
     for name, channel in channels.configured().items():

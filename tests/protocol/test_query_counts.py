@@ -43,21 +43,28 @@ transaction: the decision service (the item with the run it paused on; the run, 
 thread's queued run, its thread, then the item among those the caller sees, locked in
 `runtime.locks`' order; the queued run and the thread locked again, its latest run's
 context and options, the resume run, the decision naming it in one insert, the item's
-status, the audit row, the DECIDED notification's audience; no replayed decision or
+status, the audit row, the DECIDED notification's audience (the run's requester, the
+caller here, is named, so it is read); no replayed decision or
 approval is looked up for the answer's own new id) and the resume run's protocol record;
 after the commit, that record as stored. The answer service and `resume_thread` open no
 savepoint of their own (the decision service's two stay), and the resume run comes back
 from the decision service rather than being read again."""
-JOIN = 6
-"""The caller; the visible thread and the run; the run again (stopped); the caller and
-the visible thread again (the thread may have hidden from them meanwhile), with its latest
-run's options, for its values."""
+JOIN = 5
+"""The caller; the visible thread and the run (stopped already here, so not read again:
+`waiting.until_stopped`); the caller and the visible thread again (the thread may have
+hidden from them meanwhile), with its latest run's options, for its values. It read the
+stopped run again: 6."""
 
 WAIT = 14
 """`runs.wait` on a thread: its run's start (`RUN_START`); the run again (stopped); the
 caller and the visible thread again (the thread may have hidden from them meanwhile),
 with its latest run's options, for its values, as `JOIN` ends. It read the thread again,
 then the thread and its options once more for the result: 16."""
+
+GET_STATE = 2
+"""`threads.get_state`: the caller; the visible thread with its latest run's options (the
+graph's breakpoints, for its pending interrupts), in one statement; the checkpoint is the
+checkpointer's read. It read the options in a statement of their own: 3."""
 
 
 def _after_a_worker_ran_it(until_stopped: Callable[..., Any]) -> Callable[..., Any]:
@@ -108,14 +115,15 @@ def test_a_protocol_hitl_round_trip_costs_a_bounded_number_of_statements(counted
     assert done == {"answer": "yes", "log": ["finish"]}
 
 
-ROUND_TRIP = 83
+ROUND_TRIP = 79
 """Every statement of one durable HITL round trip as a server serves it: the requests
 above (create, start, join, resume, join; the start locks the thread and reads its
 latest run, to know whether the caller may start work on it) and the worker's two runs
 (`run_next`: the claim with the thread's head, the fenced steps, the outcome's transaction
-with the pause's review item, audit row and notification audience, or the end's pending
-items; run webhooks are off here, so no outcome looks one up), BEGIN and COMMIT included;
-the checkpointer's own statements are not in Django's log, its commits are."""
+(the outcome with its thread's status in one statement) with the pause's review item,
+audit row and notification audience, or the end's pending items; run webhooks are off
+here, so no outcome looks one up), BEGIN and COMMIT included; the checkpointer's own
+statements are not in Django's log, its commits are."""
 ROUND_TRIP_COMMITS = 10
 """The round trip's commits: the thread; the start; each run's claim, its steps (one
 each: the pause, the resume and the last node) and its outcome; the decision with its
@@ -140,6 +148,19 @@ def test_a_durable_hitl_round_trip_with_its_worker_costs_a_bounded_number_of_sta
     statements = [q["sql"] for q in queries.captured_queries]
     commits = sum(1 for sql in statements if sql.strip().upper() == "COMMIT")
     assert len(statements) <= ROUND_TRIP and commits <= ROUND_TRIP_COMMITS
+
+
+def test_reading_a_paused_threads_state_costs_a_bounded_number_of_statements(
+    counted: Any,
+) -> None:
+    client, at_most = counted
+    thread = post(client, "/threads", {})["thread_id"]
+    post(client, f"/threads/{thread}/runs", {"assistant_id": "ask", "input": {}})
+    run_next()
+    with at_most(GET_STATE):
+        state = client.get(f"/lg/threads/{thread}/state").json()
+    assert state["next"] == ["ask"]
+    assert [i["value"]["question"] for i in state["interrupts"]] == ["Approve?"]
 
 
 async def _read(response: Any) -> bytes:

@@ -15,14 +15,22 @@ from urllib.parse import urlsplit
 import pytest
 from django.contrib.auth.models import User
 from django.core import mail
-from django.db import transaction
+from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from reviews import checks
 from reviews.models import NotificationPreference, OutboxMessage
 from reviews.notifications import notify, outbox
+from reviews.notifications.dispatch import audience
 from reviews.notifications.webhooks import sign, verify_signature
-from tests.reviews.conftest import client_for, make_reviewer, pause, use_policies
+from tests.reviews.conftest import (
+    approve_as,
+    client_for,
+    make_reviewer,
+    pause,
+    use_policies,
+)
 from tests.reviews.test_api import api_for
 
 pytestmark = pytest.mark.django_db
@@ -335,6 +343,54 @@ def test_nobody_is_emailed_about_an_item_they_may_not_see(settings: Any) -> None
     assert not OutboxMessage.objects.filter(channel="email").exists()
 
 
+def test_a_decision_is_emailed_to_whoever_requested_the_run() -> None:
+    rita = make_reviewer("rita", email="rita@example.com")
+    NotificationPreference.objects.create(user=rita, email_events=["review.decided"])
+    item = pause(user=rita)
+
+    approve_as(make_reviewer("dora"), item)
+
+    decided = OutboxMessage.objects.get(event="review.decided")
+    assert (decided.channel, decided.target) == ("email", "rita@example.com")
+
+
+def test_a_decision_nobody_requested_held_or_was_assigned_reads_no_reviewer() -> None:
+    """`review.decided` goes to the users the item names: naming none, its audience is
+    known to be empty without reading the reviewers."""
+    NotificationPreference.objects.create(
+        user=make_reviewer("keen", email="keen@example.com"), email_events=["review.decided"]
+    )
+    item = pause()
+
+    with CaptureQueriesContext(connection) as reads:
+        assert audience("review.decided", item) == []
+
+    assert reads.captured_queries == []
+
+
+def test_with_no_channel_that_addresses_reviewers_none_is_read(
+    receiver: Receiver, settings: Any
+) -> None:
+    """Webhooks go to the operator's endpoints, not to reviewers: with only them
+    configured, an event reads no audience, and is queued as before."""
+    settings.BEAMWEAVER = {
+        **settings.BEAMWEAVER,
+        "REVIEW_NOTIFICATION_CHANNELS": {
+            "webhook": "reviews.notifications.webhooks.WebhookChannel"
+        },
+    }
+    make_reviewer("anna", email="anna@example.com")
+    item = pause()
+    OutboxMessage.objects.all().delete()
+
+    with CaptureQueriesContext(connection) as statements:
+        assert notify("review.created", item) == 1
+
+    assert [q["sql"].split()[:3] for q in statements.captured_queries] == [
+        ["INSERT", "INTO", '"bw_review_outbox"']
+    ]
+
+
 def test_the_preferences_page_saves_a_reviewers_choices(alice: User) -> None:
     client = client_for(alice)
 
@@ -383,11 +439,6 @@ def test_the_audience_of_an_item_costs_the_same_queries_for_one_or_many_reviewer
 ) -> None:
     """Every reviewer in the audience already holds the permission: the policy decides,
     with no permission queries per reviewer (they ran in the pause's transaction)."""
-    from django.db import connection
-    from django.test.utils import CaptureQueriesContext
-
-    from reviews.notifications.dispatch import audience
-
     make_reviewer("first")
     item = pause()
     with CaptureQueriesContext(connection) as one:

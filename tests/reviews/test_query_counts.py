@@ -22,8 +22,9 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 START_POST = 7
 """Session, user, the permissions and groups (one statement), the run and its thread."""
-RUN_TO_PAUSE = 17
-"""The claim; the outcome with its event and the thread's status; the item's locking
+RUN_TO_PAUSE = 16
+"""The claim; the outcome with the thread's status (one statement: 17 when the thread's
+was its own) and its event; the item's locking
 read, the policies' generation (they are compiled once per change, `reviews.policy_cache`:
 one statement, as reading the admin's policies was when there are none; two fewer with
 policies whose groups and users used to be prefetched), the item, the audit row; the notification's audience (the reviewers
@@ -37,13 +38,14 @@ for a push)."""
 INBOX_PAGE = 7
 """Session, user, the permissions and groups (one statement); the page's size and the
 four capped counts (one statement); the page's ids, its rows; the filter menus."""
-DECISION_POST = 24
+DECISION_POST = 23
 """Session, user, the permissions and groups (one statement); the item among those the
 user sees; the decision service (the locked run the item paused on, taken from the item
 read, its locked thread and the locked item among those the user sees, in
 `runtime.locks`' order, the resume run, the decision naming
-it in one insert, the item, the audit row, the audience of the DECIDED notification); then
-the panel it answers with
+it in one insert, the item, the audit row; the DECIDED notification's audience is the
+item's holder, assignee and requester, none here, so no reviewer is read for it: 24
+when it was read anyway); then the panel it answers with
 (the item as the service left it, not read again; its decision, the next pending item,
 its viewers)."""
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -24,6 +25,7 @@ from beamweaver_core.runtime.queue import (
 )
 from beamweaver_core.runtime.signals import run_finished, run_paused
 from beamweaver_core.runtime.worker import Worker, WorkerSettings
+from tests.support.locks import held_meanwhile
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -214,6 +216,35 @@ def test_a_row_referencing_a_queued_run_being_written_does_not_hide_it_from_a_cl
         release.set()
         writer.join(10)
     assert claim is not None and claim.run_id == run.id
+
+
+def test_a_runs_outcome_marks_its_thread_in_the_same_statement_locking_the_run_first() -> None:
+    """The outcome and the thread's status are one statement, which takes the run's lock
+    before the thread's (`runtime.locks`): while a transaction holds the thread, the
+    outcome waits for it holding the run, never the other way round."""
+    from django.db import transaction
+
+    service.start_run("approval", {}, thread_id="outcome-order")
+    claim = claim_next_run("w1", LEASE)
+    assert claim is not None
+    run_free_meanwhile: list[bool] = []
+
+    def holding_the_thread(held: Callable[[], None]) -> None:
+        with transaction.atomic():
+            Thread.objects.select_for_update().get(id="outcome-order")
+            held()  # until the outcome waits for the thread
+            free = Run.objects.select_for_update(skip_locked=True).filter(id=claim.run_id)
+            run_free_meanwhile.append(free.exists())
+
+    with (
+        held_meanwhile(holding_the_thread, until_waiting="%WITH finished AS%"),
+        transaction.atomic(),
+    ):
+        finished = finish_run(claim, Run.Status.FAILED, error="simulated")
+
+    assert run_free_meanwhile == [False]
+    assert finished is not None and finished.status == Run.Status.FAILED
+    assert Thread.objects.get(id="outcome-order").status == Thread.Status.FAILED
 
 
 def test_a_thread_without_a_graph_takes_the_run_s_and_keeps_it() -> None:
