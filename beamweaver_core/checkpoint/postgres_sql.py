@@ -98,7 +98,7 @@ RECORDS = """CROSS JOIN LATERAL (
     WHERE thread_id = c.thread_id AND ns = c.ns AND checkpoint_id = c.checkpoint_id
 ) w"""
 # The checkpoint that running c's tasks produced, holding their writes (`task_writes`): the
-# `loop` child at the next position, found by the (thread, ns, seq) index. See
+# `loop` child at the next position, one probe of the (thread, ns, seq) index per row. See
 # `checkpoint.task_writes` for why the step's child always takes that position.
 STEP_CHILD = """LEFT JOIN LATERAL (
     SELECT k.seq, k.task_writes FROM bw_checkpoint k
@@ -155,9 +155,12 @@ def _select_one(where: str, known: bool, child: bool) -> str:
             CROSS JOIN LATERAL jsonb_array_elements(t.entries) AS e(entry)
             WHERE jsonb_array_length(e.entry) <> 2
         ) ref
-        JOIN bw_checkpoint_blob held
-          ON held.thread_id = c.thread_id AND held.ns = c.ns AND held.channel = ref.channel
-         AND held.version = s.seq"""
+        CROSS JOIN LATERAL (
+            SELECT blob.channel, blob.version, blob.blob FROM bw_checkpoint_blob blob
+            WHERE blob.thread_id = c.thread_id AND blob.ns = c.ns AND blob.channel = ref.channel
+              AND blob.version = s.seq
+            OFFSET 0
+        ) held"""
     return f"""
 SELECT {CHECKPOINT_FIELDS}, b.channels, b.versions, b.blobs{", a.ok" if known else ""}
 FROM (

@@ -17,6 +17,7 @@ import pytest
 from django.db import IntegrityError, OperationalError, connection, connections, transaction
 
 from beamweaver_core.checkpoint import MemoryCheckpointer, PostgresCheckpointer, known_values
+from beamweaver_core.checkpoint.postgres_sql import LATEST
 from beamweaver_core.checkpoint.types import Checkpoint, TaskRecord, TaskSpec
 from beamweaver_core.exceptions import StaleWriterError, ThreadBusyError
 from beamweaver_core.graph import END, START, Completed, Graph, Interrupted, interrupt
@@ -454,6 +455,27 @@ def test_results_cost_no_statement_of_their_own(
     assert graph.get_state(cfg(thread, checkpoint_id=middle)).tasks[0].result == {
         "messages": [{"n": 1, "text": "w" * 480}]
     }
+
+
+def test_history_finds_each_rows_step_child_by_one_index_probe(
+    checkpointer: PostgresCheckpointer, thread: str
+) -> None:
+    """The step child of each row of a history page is one probe of the (thread, ns, seq)
+    index, not a scan of the thread's checkpoints per row (what the planner may do with a
+    lateral subquery it pulls up into a join)."""
+    chat_turns(checkpointer, thread, 40)
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("ANALYZE bw_checkpoint")
+        # As the query-plan check does: a table this small is read whole whatever it has.
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        cursor.execute(
+            f"EXPLAIN (ANALYZE, COSTS OFF) {LATEST}",
+            {"thread": thread, "ns": "", "limit": 50, "checkpoint_id": None},
+        )
+        plan = [line for (line,) in cursor.fetchall()]
+    probe = next(i for i, line in enumerate(plan) if "on bw_checkpoint k" in line)
+    assert "bw_checkpoint_one_per_seq" in plan[probe], plan
+    assert "(seq = (c.seq + 1))" in plan[probe + 1], plan
 
 
 def test_each_os_thread_uses_its_own_connection(checkpointer: PostgresCheckpointer) -> None:
