@@ -5,8 +5,8 @@ The checkpoint tables are written with raw SQL on the hot path (see
 make the storage safe (one checkpoint per position, one active run per thread), and give
 the admin and the runtime an ORM view of the same rows.
 
-Checkpoint payloads (`document`, `metadata`, `blob`, `record`) are the JSON text the
-encoder produced, kept byte for byte in text columns, not jsonb: jsonb rewrites numbers
+Checkpoint payloads (`document`, `metadata`, `task_writes`, `blob`, `record`) are the JSON
+text the encoder produced, kept byte for byte in text columns, not jsonb: jsonb rewrites numbers
 (the float `1e16` comes back as the integer `10000000000000000`, `-0.0` as `0.0`), so a
 state value could change type across a pause and then be refused when it is stored again.
 Text also skips a parse on every write. Query them in SQL with a cast (`document::jsonb`).
@@ -92,6 +92,14 @@ class Checkpoint(models.Model):
     created_at = models.DateTimeField()
     document = models.TextField(help_text="JSON: inline values, channel versions, next tasks.")
     metadata = models.TextField(default="{}", help_text="JSON.")
+    # NULL for a checkpoint no step produced (input, update, fork), and for those written
+    # before it was kept: their parent's tasks then show no results.
+    task_writes = models.TextField(  # noqa: DJ001
+        null=True,
+        blank=True,
+        help_text="JSON: the writes of the parent's tasks whose step produced this "
+        "checkpoint, by task id (checkpoint.task_writes).",
+    )
 
     class Meta:
         db_table = "bw_checkpoint"

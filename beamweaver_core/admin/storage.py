@@ -41,9 +41,10 @@ class CheckpointAdmin(ReadOnlyAdmin[Checkpoint]):
         "next_tasks",
         "pending_json",
         "document_json",
+        "task_writes_json",
         "metadata_json",
     )
-    exclude = ("document", "metadata")
+    exclude = ("document", "metadata", "task_writes")
 
     def _decoded(self, obj: Checkpoint) -> Saved | None:
         """The checkpoint read back through the checkpointer: its blobs (full values and
@@ -84,6 +85,10 @@ class CheckpointAdmin(ReadOnlyAdmin[Checkpoint]):
                 for task, r in saved.records.items()
             }
         )
+
+    @admin.display(description="task writes (of the step that produced it, as stored)")
+    def task_writes_json(self, obj: Checkpoint) -> str:
+        return pretty_json(obj.task_writes) if obj.task_writes is not None else "-"
 
     @admin.display(description="document")
     def document_json(self, obj: Checkpoint) -> str:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from beamweaver_core.checkpoint import serde
+from beamweaver_core.checkpoint import serde, task_writes
 from beamweaver_core.checkpoint.types import Checkpoint, NewCheckpoint, TaskRecord, TaskSpec
 from beamweaver_core.types import Interrupt, Send
 
@@ -32,7 +32,8 @@ _INLINE_STR_MAX = 256
 
 @dataclass(frozen=True, slots=True)
 class EncodedCheckpoint:
-    """A checkpoint ready to store: scalar columns, a JSON document, and its new blobs."""
+    """A checkpoint ready to store: scalar columns, a JSON document, and its new blobs;
+    `writes`: the stored writes of the step that produced it (`task_writes`), if any."""
 
     thread_id: str
     ns: str
@@ -45,6 +46,7 @@ class EncodedCheckpoint:
     document: str
     metadata: str
     blobs: tuple[tuple[str, int, str], ...]
+    writes: str | None = None
 
 
 def _is_inline(value: Any) -> bool:
@@ -109,6 +111,7 @@ def encode_checkpoint(new: NewCheckpoint) -> EncodedCheckpoint:
     inline: dict[str, Any] = {}
     blobs: list[tuple[str, int, str]] = []
     versions: dict[str, int] = {}
+    held: dict[str, task_writes.Held] = {}
     for key, value in cp.values.items():
         if _is_inline(value):
             inline[key] = serde.to_jsonable(value, (key,))
@@ -119,12 +122,13 @@ def encode_checkpoint(new: NewCheckpoint) -> EncodedCheckpoint:
         delta = new.deltas.get(key)
         if delta is not None:
             base_version, prefix = delta
-            appended = [
-                serde.to_jsonable(item, (key, prefix + i)) for i, item in enumerate(value[prefix:])
-            ]
+            items = value[prefix:]
+            appended = [serde.to_jsonable(item, (key, prefix + i)) for i, item in enumerate(items)]
             blobs.append((key, cp.seq, _dump({"b": base_version, "a": appended})))
+            held[key] = task_writes.Held(False, None, items)
         else:
             blobs.append((key, cp.seq, _dump({"f": serde.to_jsonable(value, (key,))})))
+            held[key] = task_writes.Held(True, value, value if type(value) is list else None)
     # Empty parts are left out (readers default them): a few bytes on every checkpoint row.
     parts = {
         "inline": inline,
@@ -146,6 +150,7 @@ def encode_checkpoint(new: NewCheckpoint) -> EncodedCheckpoint:
         document=_dump(document),
         metadata=_dump(serde.to_jsonable(cp.metadata, ("<metadata>",))),
         blobs=tuple(blobs),
+        writes=task_writes.encode(new.writes, held) if new.writes else None,
     )
 
 
@@ -247,6 +252,7 @@ def decode_checkpoint(
     fetch: BlobFetcher,
     records: Mapping[str, TaskRecord],
     known: Known | None = None,
+    results: task_writes.Results | None = None,
 ) -> Checkpoint:
     document = json.loads(row.document)
     values = rebuild_values(document, fetch, known)
@@ -269,4 +275,5 @@ def decode_checkpoint(
         metadata=serde.loads(row.metadata),
         chains=chains_of(document),
         records=records,
+        results=results or {},
     )

@@ -11,6 +11,7 @@ import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from beamweaver_core.checkpoint import task_writes
 from beamweaver_core.checkpoint.base import Checkpointer
 from beamweaver_core.checkpoint.encoding import EncodedCheckpoint, decode_checkpoint, decode_record
 from beamweaver_core.checkpoint.types import Checkpoint, TaskRecord
@@ -21,7 +22,7 @@ from beamweaver_core.exceptions import ThreadBusyError
 class _Namespace:
     rows: list[EncodedCheckpoint] = field(default_factory=list)
     by_id: dict[str, EncodedCheckpoint] = field(default_factory=dict)
-    seqs: set[int] = field(default_factory=set)
+    by_seq: dict[int, EncodedCheckpoint] = field(default_factory=dict)
     blobs: dict[tuple[str, int], str] = field(default_factory=dict)
     records: dict[str, dict[str, str]] = field(default_factory=dict)
 
@@ -68,7 +69,13 @@ class MemoryCheckpointer(Checkpointer):
         records: dict[str, TaskRecord] = {
             task_id: decode_record(text) for task_id, text in space.records.get(row.id, {}).items()
         }
-        return decode_checkpoint(row, fetch, records)
+        child = _step_child(space, row)
+        results = (
+            task_writes.results(child.writes, lambda key: blobs.get((key, child.seq)))
+            if child is not None
+            else {}
+        )
+        return decode_checkpoint(row, fetch, records, results=results)
 
     def history(
         self,
@@ -101,7 +108,7 @@ class MemoryCheckpointer(Checkpointer):
         with self._lock:
             spaces = self._threads.setdefault(thread_id, {})
             space = spaces.setdefault(ns, _Namespace())
-            taken = [cp.seq for cp in checkpoints if cp.seq in space.seqs]
+            taken = [cp.seq for cp in checkpoints if cp.seq in space.by_seq]
             if taken or len({cp.seq for cp in checkpoints}) != len(checkpoints):
                 raise ThreadBusyError(
                     f"Thread {thread_id!r} moved on while this run was writing (checkpoint "
@@ -111,7 +118,7 @@ class MemoryCheckpointer(Checkpointer):
             for cp in checkpoints:
                 space.rows.append(cp)
                 space.by_id[cp.id] = cp
-                space.seqs.add(cp.seq)
+                space.by_seq[cp.seq] = cp
                 for channel, version, text in cp.blobs:
                     space.blobs.setdefault((channel, version), text)
             for checkpoint_id, task_id, text in records:
@@ -130,10 +137,22 @@ class MemoryCheckpointer(Checkpointer):
         with self._lock:
             total = 0
             for space in self._threads.get(thread_id, {}).values():
-                total += sum(len(r.document) + len(r.metadata) for r in space.rows)
+                total += sum(
+                    len(r.document) + len(r.metadata) + len(r.writes or "") for r in space.rows
+                )
                 total += sum(len(t) for t in space.blobs.values())
                 total += sum(len(t) for recs in space.records.values() for t in recs.values())
             return total
+
+
+def _step_child(space: _Namespace, row: EncodedCheckpoint) -> EncodedCheckpoint | None:
+    """The checkpoint that running `row`'s tasks produced, if their step completed: the
+    `loop` checkpoint at the next position whose parent is `row` (see `task_writes`; the
+    rule is `postgres_sql.STEP_CHILD`'s)."""
+    child = space.by_seq.get(row.seq + 1)
+    if child is None or child.parent_id != row.id or child.source != "loop":
+        return None
+    return child
 
 
 __all__ = ["MemoryCheckpointer"]

@@ -3,11 +3,12 @@
 Same semantics as `MemoryCheckpointer`; what Postgres adds:
 
 - One statement per super-step. `_write` sends a single `WITH ... INSERT` statement (the
-  thread row if missing, the checkpoints, new blobs, upserted records, as multi-row
-  `VALUES`; its text is cached per shape). Outside a transaction it runs in autocommit mode,
-  where one statement is one transaction: a durable step is one round trip and one commit,
-  instead of `BEGIN`, the statement and `COMMIT`. Inside the caller's transaction it runs
-  in a savepoint, so a refused write leaves that transaction usable.
+  thread row if missing, the checkpoints with the writes of the step that produced them,
+  new blobs, upserted records, as multi-row `VALUES`; its text is cached per shape).
+  Outside a transaction it runs in autocommit mode, where one statement is one
+  transaction: a durable step is one round trip and one commit, instead of `BEGIN`, the
+  statement and `COMMIT`. Inside the caller's transaction it runs in a savepoint, so a
+  refused write leaves that transaction usable.
 - No fork. `bw_checkpoint (thread, ns, seq)` is unique: two writers that continued from the
   same head both take `head.seq + 1`, one commit wins and the other gets `ThreadBusyError`
   with nothing written.
@@ -22,7 +23,9 @@ Same semantics as `MemoryCheckpointer`; what Postgres adds:
   aggregated in (lateral joins, each channel's blobs by their own index range, the range
   coming from the stored document), so loading a head is one round trip and one
   read-only transaction, on one snapshot. `history` reads a page of rows, then the blobs
-  of the whole page at once.
+  of the whole page at once. Read by id or in the history, a checkpoint comes with its
+  `results` (its tasks' writes, stored with the checkpoint their step produced: see
+  `task_writes`), read in the same statements.
 - The head is always read from the database; its values are not decoded twice. A head
   cached in this process would go stale as soon as another process continues the thread
   (and the no-fork constraint would catch that only at the first write, after a node had
@@ -58,6 +61,7 @@ from beamweaver_core.checkpoint.base import Checkpointer
 from beamweaver_core.checkpoint.encoding import EncodedCheckpoint
 from beamweaver_core.checkpoint.known_values import KnownHead
 from beamweaver_core.checkpoint.postgres_rows import (
+    FIELDS,
     Row,
     decode_fetched,
     decode_rows,
@@ -250,7 +254,8 @@ class PostgresCheckpointer(Checkpointer):
         if fetched is None:
             known_values.VALUES.put(key, None)
             return None
-        base = known if known is not None and fetched[13] else None
+        # After the row's fields and its three blob arrays: whether the anchor still exists.
+        base = known if known is not None and fetched[FIELDS + 3] else None
         checkpoint, leaves = decode_fetched(fetched, thread_id, ns, base)
         if sql is not LOAD_BY_ID:
             known_values.VALUES.put(key, leaves)

@@ -8,6 +8,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from beamweaver_core.checkpoint import task_writes
 from beamweaver_core.checkpoint.encoding import (
     EncodedCheckpoint,
     chains_of,
@@ -17,17 +18,36 @@ from beamweaver_core.checkpoint.encoding import (
 from beamweaver_core.checkpoint.known_values import KnownHead
 from beamweaver_core.checkpoint.types import Checkpoint, TaskRecord
 
+FIELDS = 12
+"""Columns of `postgres_sql.CHECKPOINT_FIELDS` (what `parse_row` takes)."""
+
 
 @dataclass(frozen=True, slots=True)
 class Row:
-    """A checkpoint row as read, with its records decoded."""
+    """A checkpoint row as read, with its records decoded, and the writes its step child
+    stored (`child_seq`: that child's position; see `task_writes`), references unresolved."""
 
     encoded: EncodedCheckpoint
     records: dict[str, TaskRecord]
+    child_seq: int | None = None
+    child_writes: dict[str, list[list[Any]]] | None = None
 
 
 def parse_row(values: Sequence[Any], thread_id: str, ns: str) -> Row:
-    cid, seq, step, parent_id, source, created_at, document, metadata, task_ids, texts = values
+    (
+        cid,
+        seq,
+        step,
+        parent_id,
+        source,
+        created_at,
+        document,
+        metadata,
+        task_ids,
+        texts,
+        child_seq,
+        child_writes,
+    ) = values
     # In field order: thread, ns, id, seq, step, parent, source, created, document, metadata.
     encoded = EncodedCheckpoint(
         thread_id, ns, cid, seq, step, parent_id, source, created_at, document, metadata, ()
@@ -35,7 +55,8 @@ def parse_row(values: Sequence[Any], thread_id: str, ns: str) -> Row:
     records = {
         tid: decode_record(text) for tid, text in zip(task_ids or (), texts or (), strict=True)
     }
-    return Row(encoded, records)
+    writes = task_writes.decode(child_writes) if child_writes is not None else None
+    return Row(encoded, records, child_seq, writes)
 
 
 def decode_rows(
@@ -47,7 +68,13 @@ def decode_rows(
         found = blobs.get(channel, {})
         return {v: text for v, text in found.items() if low <= v <= high}
 
-    return [decode_checkpoint(row.encoded, fetch, row.records, known) for row in rows]
+    def results(row: Row) -> task_writes.Results:
+        seq = row.child_seq
+        if row.child_writes is None or seq is None:
+            return {}
+        return task_writes.resolve(row.child_writes, lambda key: blobs.get(key, {}).get(seq))
+
+    return [decode_checkpoint(row.encoded, fetch, row.records, known, results(row)) for row in rows]
 
 
 def decode_fetched(
@@ -57,8 +84,9 @@ def decode_fetched(
     values continuing `known` where the row says the anchor still exists), and what it
     leaves known. The checkpoint's values are the remembered objects themselves: hand
     out copies (`known_values.handout`)."""
-    row = parse_row(fetched[:10], thread_id, ns)
-    blobs = group_blobs(zip(fetched[10] or (), fetched[11] or (), fetched[12] or (), strict=True))
+    row = parse_row(fetched[:FIELDS], thread_id, ns)
+    channels, versions, texts = fetched[FIELDS : FIELDS + 3]
+    blobs = group_blobs(zip(channels or (), versions or (), texts or (), strict=True))
     checkpoint = decode_rows([row], blobs, known.as_known() if known is not None else None)[0]
     return checkpoint, known_head(checkpoint, row.encoded.document, blobs, known)
 
@@ -93,22 +121,30 @@ def group_blobs(fetched: Iterable[tuple[str, int, str]]) -> dict[str, dict[int, 
 
 
 def version_ranges(rows: Sequence[Row]) -> dict[str, tuple[int, int]]:
-    """Per channel, the version range that covers the blobs every row needs."""
+    """Per channel, the version range that covers the blobs every row needs (its values,
+    and the blobs of its step child that the child's writes point into)."""
     ranges: dict[str, tuple[int, int]] = {}
+
+    def cover(channel: str, low: int, high: int) -> None:
+        known = ranges.get(channel)
+        if known is not None:
+            low, high = min(known[0], low), max(known[1], high)
+        ranges[channel] = (low, high)
+
     for row in rows:
         document = json.loads(row.encoded.document)
         chains = chains_of(document)
         for channel, version in document.get("versions", {}).items():
             high = int(version)
-            low = chains[channel][0] if channel in chains else high
-            known = ranges.get(channel)
-            if known is not None:
-                low, high = min(known[0], low), max(known[1], high)
-            ranges[channel] = (low, high)
+            cover(channel, chains[channel][0] if channel in chains else high, high)
+        if row.child_writes is not None and row.child_seq is not None:
+            for channel in task_writes.referenced(row.child_writes):
+                cover(channel, row.child_seq, row.child_seq)
     return ranges
 
 
 __all__ = [
+    "FIELDS",
     "Row",
     "decode_fetched",
     "decode_rows",

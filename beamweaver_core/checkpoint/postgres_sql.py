@@ -1,10 +1,12 @@
 """The SQL of `PostgresCheckpointer`: the one-statement write and the one-statement load.
 
 A write is one `WITH ... INSERT` statement per super-step (the thread row if missing, the
-checkpoints, new blobs, upserted records, as multi-row `VALUES`), its text cached per
-shape; a fenced write first locks the run row `FOR SHARE` and inserts nothing unless the
-run still holds its token. A load reads the checkpoint row with its records and every
-blob it needs in one statement (lateral joins). See `postgres.py` for why.
+checkpoints with the writes of the step that produced them, new blobs, upserted records,
+as multi-row `VALUES`), its text cached per shape; a fenced write first locks the run row
+`FOR SHARE` and inserts nothing unless the run still holds its token. A load reads the
+checkpoint row with its records and every blob it needs in one statement (lateral
+joins); read by id, also its step child's writes and the blobs they point into. See
+`postgres.py` for why.
 """
 
 from __future__ import annotations
@@ -29,9 +31,10 @@ FENCE = """fence AS (
     FOR SHARE
 )"""
 CHECKPOINT_COLUMNS = (
-    "thread_id, ns, checkpoint_id, seq, step, parent_id, source, created_at, document, metadata"
+    "thread_id, ns, checkpoint_id, seq, step, parent_id, source, created_at, document, metadata,"
+    " task_writes"
 )
-CHECKPOINT_ROW = "(%s, %s, %s, %s::int, %s::int, %s, %s, %s::timestamptz, %s, %s)"
+CHECKPOINT_ROW = "(%s, %s, %s, %s::int, %s::int, %s, %s, %s::timestamptz, %s, %s, %s)"
 BLOB_ROW = "(%s, %s, %s, %s::int, %s)"
 RECORD_ROW = "(%s, %s, %s, %s, %s)"
 
@@ -88,23 +91,34 @@ def write_sql(
 
 
 CHECKPOINT_FIELDS = """c.checkpoint_id, c.seq, c.step, c.parent_id, c.source, c.created_at, c.document,
-       c.metadata, w.task_ids, w.records"""
+       c.metadata, w.task_ids, w.records, s.seq AS child_seq, s.task_writes AS child_writes"""
 RECORDS = """CROSS JOIN LATERAL (
     SELECT array_agg(task_id) AS task_ids, array_agg(record) AS records
     FROM bw_checkpoint_write
     WHERE thread_id = c.thread_id AND ns = c.ns AND checkpoint_id = c.checkpoint_id
 ) w"""
+# The checkpoint that running c's tasks produced, holding their writes (`task_writes`): the
+# `loop` child at the next position, one probe of the (thread, ns, seq) index per row. See
+# `checkpoint.task_writes` for why the step's child always takes that position.
+STEP_CHILD = """LEFT JOIN LATERAL (
+    SELECT k.seq, k.task_writes FROM bw_checkpoint k
+    WHERE k.thread_id = c.thread_id AND k.ns = c.ns AND k.seq = c.seq + 1
+      AND k.parent_id = c.checkpoint_id AND k.source = 'loop'
+) s ON true"""
+# A head has no step child (the child would be newer than the newest checkpoint).
+NO_STEP_CHILD = "CROSS JOIN (SELECT NULL::int AS seq, NULL::text AS task_writes) s"
 SELECT_CHECKPOINTS = f"""
 SELECT {CHECKPOINT_FIELDS}
 FROM bw_checkpoint c
 {RECORDS}
+{STEP_CHILD}
 WHERE c.thread_id = %(thread)s AND c.ns = %(ns)s {{where}}
 ORDER BY c.seq DESC
 LIMIT %(limit)s
 """
 
 
-def _select_one(where: str, known: bool) -> str:
+def _select_one(where: str, known: bool, child: bool) -> str:
     """One checkpoint with its records and every blob it needs, in one statement (one
     round trip, one snapshot): the version range of each channel comes from the document
     itself. Each channel's blobs are read by their own index range (the `OFFSET 0` keeps
@@ -113,6 +127,10 @@ def _select_one(where: str, known: bool) -> str:
     `known`: for a process that remembers the values of checkpoint %(anchor)s
     (`known_values`): also say whether that checkpoint still exists and, if it does, read
     only the blobs after the versions remembered (%(known)s: `{channel: version}`).
+
+    `child`: also its step child's writes (`STEP_CHILD`) and the child's blobs those
+    writes point into (at the child's version, above every version of the checkpoint's
+    own, so they never mix with its values).
     """
     anchor = ""
     low = "r.low"
@@ -126,6 +144,23 @@ def _select_one(where: str, known: bool) -> str:
 ) a"""
         low = "CASE WHEN r.known <= r.high THEN greatest(r.low, r.known + 1) ELSE r.low END"
         known_column = ",\n               CASE WHEN a.ok THEN (%(known)s::jsonb ->> v.channel)::int END AS known"
+    held = ""
+    if child:
+        held = """
+        UNION ALL
+        SELECT held.channel, held.version, held.blob
+        FROM (
+            SELECT DISTINCT e.entry ->> 0 AS channel
+            FROM jsonb_each(s.task_writes::jsonb) AS t(task, entries)
+            CROSS JOIN LATERAL jsonb_array_elements(t.entries) AS e(entry)
+            WHERE jsonb_array_length(e.entry) <> 2
+        ) ref
+        CROSS JOIN LATERAL (
+            SELECT blob.channel, blob.version, blob.blob FROM bw_checkpoint_blob blob
+            WHERE blob.thread_id = c.thread_id AND blob.ns = c.ns AND blob.channel = ref.channel
+              AND blob.version = s.seq
+            OFFSET 0
+        ) held"""
     return f"""
 SELECT {CHECKPOINT_FIELDS}, b.channels, b.versions, b.blobs{", a.ok" if known else ""}
 FROM (
@@ -136,28 +171,32 @@ FROM (
 ) c
 {anchor}
 {RECORDS}
+{STEP_CHILD if child else NO_STEP_CHILD}
 CROSS JOIN LATERAL (
     SELECT array_agg(blob.channel) AS channels, array_agg(blob.version) AS versions,
            array_agg(blob.blob) AS blobs
-    FROM (SELECT c.document::jsonb AS d) doc
-    CROSS JOIN LATERAL jsonb_each_text(doc.d -> 'versions') AS v(channel, version)
-    CROSS JOIN LATERAL (
-        SELECT coalesce((doc.d -> 'chains' -> v.channel ->> 0)::int, v.version::int) AS low,
-               v.version::int AS high{known_column}
-    ) r
-    CROSS JOIN LATERAL (
-        SELECT blob.channel, blob.version, blob.blob FROM bw_checkpoint_blob blob
-        WHERE blob.thread_id = c.thread_id AND blob.ns = c.ns AND blob.channel = v.channel
-          AND blob.version BETWEEN {low} AND r.high
-        OFFSET 0
+    FROM (
+        SELECT own.channel, own.version, own.blob
+        FROM (SELECT c.document::jsonb AS d) doc
+        CROSS JOIN LATERAL jsonb_each_text(doc.d -> 'versions') AS v(channel, version)
+        CROSS JOIN LATERAL (
+            SELECT coalesce((doc.d -> 'chains' -> v.channel ->> 0)::int, v.version::int) AS low,
+                   v.version::int AS high{known_column}
+        ) r
+        CROSS JOIN LATERAL (
+            SELECT blob.channel, blob.version, blob.blob FROM bw_checkpoint_blob blob
+            WHERE blob.thread_id = c.thread_id AND blob.ns = c.ns AND blob.channel = v.channel
+              AND blob.version BETWEEN {low} AND r.high
+            OFFSET 0
+        ) own{held}
     ) blob
 ) b
 """
 
 
-LOAD_LATEST = _select_one("", known=False)
-LOAD_LATEST_KNOWN = _select_one("", known=True)
-LOAD_BY_ID = _select_one("AND checkpoint_id = %(checkpoint_id)s", known=False)
+LOAD_LATEST = _select_one("", known=False, child=False)
+LOAD_LATEST_KNOWN = _select_one("", known=True, child=False)
+LOAD_BY_ID = _select_one("AND checkpoint_id = %(checkpoint_id)s", known=False, child=True)
 LATEST = SELECT_CHECKPOINTS.format(where="")
 BEFORE_ID = SELECT_CHECKPOINTS.format(
     where="""AND c.seq < (
@@ -218,6 +257,7 @@ def write_statements(
             cp.created_at,
             cp.document,
             cp.metadata,
+            cp.writes,
         )
         for cp in checkpoints
     ]

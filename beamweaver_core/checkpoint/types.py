@@ -63,6 +63,9 @@ class Checkpoint:
     `versions[key]` is the `seq` of the checkpoint that last changed `key`; `chains[key]`
     (only for list channels stored as appended deltas) is `(snapshot_version,
     snapshot_length)`. `records` are the pending writes of the step after this checkpoint.
+    `results` are what each of its tasks wrote once that step completed, by task id: read
+    from the checkpoint the step produced (see `checkpoint.task_writes`), so empty while
+    the step is open. They are no pending writes: a fork from here runs the tasks again.
     """
 
     id: str
@@ -80,6 +83,7 @@ class Checkpoint:
     metadata: dict[str, Any] = field(default_factory=dict)
     chains: dict[str, tuple[int, int]] = field(default_factory=dict)
     records: Mapping[str, TaskRecord] = field(default_factory=dict)
+    results: Mapping[str, tuple[tuple[str, Any], ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,12 +92,15 @@ class NewCheckpoint:
 
     `changed` names the channels whose value changed (only those get new blobs);
     `deltas[key] = (base_version, prefix_length)` marks list channels stored as the items
-    appended to version `base_version` (see `encoding.plan_storage`).
+    appended to version `base_version` (see `encoding.plan_storage`). `writes` (a `loop`
+    checkpoint's) are the writes of the parent's tasks whose step produced it, by task id,
+    stored with it (`checkpoint.task_writes`).
     """
 
     checkpoint: Checkpoint
     changed: frozenset[str]
     deltas: Mapping[str, tuple[int, int]] = field(default_factory=dict)
+    writes: Mapping[str, tuple[tuple[str, Any], ...]] = field(default_factory=dict)
 
 
 __all__ = ["BREAKPOINT_TASK", "Checkpoint", "NewCheckpoint", "Source", "TaskRecord", "TaskSpec"]

@@ -79,11 +79,13 @@ class CheckpointStager:
         tasks: tuple[TaskSpec, ...] | None = None,
         pulls: Sequence[str] = (),
         sends: Sequence[Send] = (),
+        writes: Mapping[str, tuple[tuple[str, Any], ...]] | None = None,
     ) -> Checkpoint:
         """Stage the checkpoint after a step (or an input, or an update) and return it.
 
         Its tasks are `tasks` as given (an update keeps the pending ones) or, when `None`,
-        scheduled from `pulls` and `sends`."""
+        scheduled from `pulls` and `sends`. `writes`: a step's, by task id, kept with the
+        checkpoint (`checkpoint.task_writes`)."""
         assert self.thread_id is not None
         checkpoint_id = new_id()
         if tasks is None:
@@ -126,7 +128,9 @@ class CheckpointStager:
             chains=chains,
         )
         changed = frozenset(appended) if parent is not None else frozenset(values)
-        self.checkpoints.append(NewCheckpoint(checkpoint, changed=changed, deltas=deltas))
+        self.checkpoints.append(
+            NewCheckpoint(checkpoint, changed=changed, deltas=deltas, writes=writes or {})
+        )
         return checkpoint
 
     def fork(self, base: Checkpoint, metadata: dict[str, Any]) -> Checkpoint:

@@ -1,8 +1,9 @@
 """Reading a thread's saved state: `StateSnapshot`s of a checkpoint and of the history.
 
 A snapshot shows the values with the writes of finished tasks of a paused step applied,
-the nodes that run next, each task (with a subgraph's own state when asked for), and
-the pending interrupts.
+the nodes that run next, each task (with a subgraph's own state when asked for, and what
+it wrote once it finished: from its pending record while the step is open, from the
+checkpoint the step produced once it completed), and the pending interrupts.
 """
 
 from __future__ import annotations
@@ -96,6 +97,9 @@ def snapshot(
                 )
             else:
                 child_state = child_config
+        written = cp.results.get(task.id)
+        if written is None and done and record is not None:
+            written = record.writes
         tasks.append(
             TaskInfo(
                 id=task.id,
@@ -104,7 +108,7 @@ def snapshot(
                 error=record.error if record is not None else None,
                 interrupts=record.interrupts if record is not None else (),
                 state=child_state,
-                result=dict(record.writes) if done and record is not None else None,
+                result=dict(written) if written is not None else None,
             )
         )
     metadata = {k: v for k, v in cp.metadata.items() if not k.startswith("_")}

@@ -4,12 +4,13 @@
 pending records, join barriers) and runs the steps from there: `next_step()` says what to
 run or how the run ends, the driver (`execution.py`) runs the tasks, `absorb()` takes their
 outcomes and merges a complete step in task order (never completion order) into the next
-checkpoint, and `commit()` saves what was staged in one commit. A step whose tasks did not
-all finish (some paused or failed) saves the finished tasks' results as pending records
-instead, so they are not run again on resume. While some tasks of a step still run, the
-ones that finished are saved at once (`save_finished`, one commit for all that finished
-meanwhile): a crash mid-step does not run them again. How a call reaches its first step
-(fresh input, a resume, a fork, `update_state`) is `loop.RunLoop`'s part.
+checkpoint (which keeps the tasks' writes, for the history: `checkpoint.task_writes`), and
+`commit()` saves what was staged in one commit. A step whose tasks did not all finish
+(some paused or failed) saves the finished tasks' results as pending records instead, so
+they are not run again on resume. While some tasks of a step still run, the ones that
+finished are saved at once (`save_finished`, one commit for all that finished meanwhile):
+a crash mid-step does not run them again. How a call reaches its first step (fresh
+input, a resume, a fork, `update_state`) is `loop.RunLoop`'s part.
 """
 
 from __future__ import annotations
@@ -320,6 +321,11 @@ class StepLoop:
             barriers=barriers,
             step=step,
             after=ran if graph.interrupt_after else (),
+            writes=(
+                {t.id: self.records[t.id].writes for t in self.tasks}
+                if self.checkpointer is not None
+                else None
+            ),
         )
         if self.sink is not None:
             self.sink.emit("state.updated", {"step": step, "updated": sorted(written)}, ns=self.ns)
@@ -335,6 +341,7 @@ class StepLoop:
         barriers: dict[str, tuple[str, ...]],
         step: int,
         after: tuple[str, ...],
+        writes: Mapping[str, tuple[tuple[str, Any], ...]] | None = None,
     ) -> None:
         self.step = step
         self.barriers = barriers
@@ -354,6 +361,7 @@ class StepLoop:
             metadata=self._metadata(after=after),
             pulls=pulls,
             sends=sends,
+            writes=writes,
         )
         self.current = new
         self.tasks = new.tasks

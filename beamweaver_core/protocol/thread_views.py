@@ -22,7 +22,10 @@ SCAN_LIMIT = 1000
 """Threads read at most to match a `values` filter (values are not indexed)."""
 
 _COPY = {
-    "bw_checkpoint": "ns, checkpoint_id, seq, step, parent_id, source, created_at, document, metadata",
+    "bw_checkpoint": (
+        "ns, checkpoint_id, seq, step, parent_id, source, created_at, document, metadata, "
+        "task_writes"
+    ),
     "bw_checkpoint_blob": "ns, channel, version, blob",
     "bw_checkpoint_write": "ns, checkpoint_id, task_id, record",
 }

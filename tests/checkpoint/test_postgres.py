@@ -16,7 +16,8 @@ import psycopg
 import pytest
 from django.db import IntegrityError, OperationalError, connection, connections, transaction
 
-from beamweaver_core.checkpoint import MemoryCheckpointer, PostgresCheckpointer
+from beamweaver_core.checkpoint import MemoryCheckpointer, PostgresCheckpointer, known_values
+from beamweaver_core.checkpoint.postgres_sql import LATEST
 from beamweaver_core.checkpoint.types import Checkpoint, TaskRecord, TaskSpec
 from beamweaver_core.exceptions import StaleWriterError, ThreadBusyError
 from beamweaver_core.graph import END, START, Completed, Graph, Interrupted, interrupt
@@ -390,6 +391,91 @@ def test_history_pages_through_long_threads(
     )
     assert [c.seq for c in checkpointer.history(thread, limit=50)] == list(range(130, 80, -1))
     assert list(checkpointer.history(thread, before="unknown")) == []
+
+
+def chat_turns(checkpointer: PostgresCheckpointer, thread: str, turns: int) -> Any:
+    """A chat graph: each turn's `say` appends one ~500-byte message."""
+    graph = (
+        Graph()
+        .add_reducer("messages", operator.add)
+        .add_node("say", lambda s: {"messages": [{"n": len(s["messages"]), "text": "w" * 480}]})
+        .add_edge(START, "say")
+        .add_edge("say", END)
+        .compile(checkpointer=checkpointer)
+    )
+    for _ in range(turns):
+        graph.invoke({"messages": []}, cfg(thread))
+    return graph
+
+
+def test_task_results_survive_a_round_trip_through_the_database(thread: str) -> None:
+    """Results read back by a process that never saw the writes (no remembered values):
+    the same, entry by entry, as the memory checkpointer's; the stored writes point into
+    the blob holding the appended message, which is stored once."""
+    memory = MemoryCheckpointer()
+    chat_turns(PostgresCheckpointer(), thread, 3)
+    expected = chat_turns(memory, thread, 3)
+
+    known_values.VALUES.forget_thread("default", thread)
+    graph = chat_turns(PostgresCheckpointer(), thread, 0)
+    history = list(graph.get_state_history(cfg(thread)))
+    results = [[(t.name, t.result) for t in s.tasks] for s in history]
+    assert results == [
+        [(t.name, t.result) for t in s.tasks] for s in expected.get_state_history(cfg(thread))
+    ]
+    assert results[1] == [("say", {"messages": [{"n": 2, "text": "w" * 480}]})]
+    assert [graph.get_state(s.config).tasks for s in history] == [s.tasks for s in history]
+    stored = scalar(
+        "SELECT string_agg(task_writes, ' ') FROM bw_checkpoint WHERE thread_id = %s", [thread]
+    )
+    assert stored.count('"say"') == 0 and "w" * 480 not in stored
+    assert stored.count('[["messages",0,1]]') == 3
+
+
+def test_results_cost_no_statement_of_their_own(
+    checkpointer: PostgresCheckpointer, thread: str
+) -> None:
+    """A step's writes go into its checkpoint's row, in the step's one statement; reading
+    them back, a checkpoint by id is still one statement and a history page two (the rows,
+    then the page's blobs), whichever page holds the child."""
+    statements: list[str] = []
+    with recording_statements(statements):
+        graph = chat_turns(checkpointer, thread, 2)
+    # One write per invoke (its input checkpoint and its one step), as without results.
+    assert len([s for s in statements if s.startswith("WITH")]) == 2
+    history = list(checkpointer.history(thread))
+    assert history[1].results and history[3].results
+    middle = history[1].id
+    statements.clear()
+    with recording_statements(statements):
+        by_id = checkpointer.load(thread, "", middle)
+        page = list(checkpointer.history(thread, before=history[0].id, limit=1))
+    assert by_id is not None and by_id.results == page[0].results == history[1].results
+    assert len(statements) == 3
+    assert graph.get_state(cfg(thread, checkpoint_id=middle)).tasks[0].result == {
+        "messages": [{"n": 1, "text": "w" * 480}]
+    }
+
+
+def test_history_finds_each_rows_step_child_by_one_index_probe(
+    checkpointer: PostgresCheckpointer, thread: str
+) -> None:
+    """The step child of each row of a history page is one probe of the (thread, ns, seq)
+    index, not a scan of the thread's checkpoints per row (what the planner may do with a
+    lateral subquery it pulls up into a join)."""
+    chat_turns(checkpointer, thread, 40)
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("ANALYZE bw_checkpoint")
+        # As the query-plan check does: a table this small is read whole whatever it has.
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        cursor.execute(
+            f"EXPLAIN (ANALYZE, COSTS OFF) {LATEST}",
+            {"thread": thread, "ns": "", "limit": 50, "checkpoint_id": None},
+        )
+        plan = [line for (line,) in cursor.fetchall()]
+    probe = next(i for i, line in enumerate(plan) if "on bw_checkpoint k" in line)
+    assert "bw_checkpoint_one_per_seq" in plan[probe], plan
+    assert "(seq = (c.seq + 1))" in plan[probe + 1], plan
 
 
 def test_each_os_thread_uses_its_own_connection(checkpointer: PostgresCheckpointer) -> None:

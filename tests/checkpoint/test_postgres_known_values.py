@@ -13,6 +13,7 @@ from django.db import connection, transaction
 
 from beamweaver_core.checkpoint import PostgresCheckpointer, known_values, postgres
 from beamweaver_core.checkpoint.known_values import KnownHead, KnownValues
+from beamweaver_core.checkpoint.postgres_rows import FIELDS
 from beamweaver_core.checkpoint.types import Checkpoint
 from beamweaver_core.graph import END, START, Graph
 from beamweaver_core.messages import Message
@@ -86,7 +87,7 @@ def blob_rows_read(load: Any) -> int:
     real = postgres.decode_fetched
 
     def counting(fetched: Any, *args: Any) -> Any:
-        returned.append(len(fetched[11] or ()))
+        returned.append(len(fetched[FIELDS + 1] or ()))  # after the row: channels, versions
         return real(fetched, *args)
 
     postgres.decode_fetched = counting  # type: ignore[assignment]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import operator
 import threading
 from typing import Any, TypedDict
@@ -85,10 +86,14 @@ def test_get_state_describes_the_pending_step(
     assert state.config["configurable"]["thread_id"] == config["configurable"]["thread_id"]
     assert state.created_at is not None
     # The step's history entry is the same snapshot (docs/engine.md, "The snapshot of a
-    # paused step"), also once the step has completed.
+    # paused step"), also once the step has completed, where the answered task then shows
+    # what it wrote, as in LangGraph's history.
     assert next(iter(graph.get_state_history(config))) == state
     graph.resume("a", config)
-    assert list(graph.get_state_history(config))[1] == state
+    ask, sibling = state.tasks
+    assert list(graph.get_state_history(config))[1] == dataclasses.replace(
+        state, tasks=(dataclasses.replace(ask, result={"answers": ["a"]}), sibling)
+    )
 
 
 def test_get_state_of_an_unknown_thread_is_empty_and_of_an_unknown_checkpoint_an_error(

@@ -17,11 +17,18 @@ from typing import Any
 import pytest
 
 from beamweaver_core.checkpoint.base import Checkpointer
-from beamweaver_core.checkpoint.types import Checkpoint, NewCheckpoint, TaskRecord, TaskSpec
+from beamweaver_core.checkpoint.types import (
+    Checkpoint,
+    NewCheckpoint,
+    Source,
+    TaskRecord,
+    TaskSpec,
+)
 from beamweaver_core.exceptions import ThreadBusyError
 from beamweaver_core.graph import END, START, Command, Graph, Interrupt, Send, interrupt
 from beamweaver_core.messages import Message, ToolCall
 from tests.checkpoint.contract.finished_tasks import FinishedTasksContract
+from tests.checkpoint.contract.task_results import TaskResultsContract
 
 
 def make_checkpoint(
@@ -33,6 +40,8 @@ def make_checkpoint(
     ns: str = "",
     tasks: tuple[TaskSpec, ...] = (),
     metadata: dict[str, Any] | None = None,
+    source: Source = "loop",
+    writes: dict[str, tuple[tuple[str, Any], ...]] | None = None,
 ) -> NewCheckpoint:
     versions = {k: seq for k in values}
     cp = Checkpoint(
@@ -42,22 +51,23 @@ def make_checkpoint(
         seq=seq,
         step=seq - 2,
         parent_id=parent.id if parent else None,
-        source="loop",
+        source=source,
         created_at=datetime.now(UTC),
         values=values,
         versions=versions,
         tasks=tasks,
         metadata=metadata or {},
     )
-    return NewCheckpoint(cp, changed=frozenset(values))
+    return NewCheckpoint(cp, changed=frozenset(values), writes=writes or {})
 
 
 def cfg(thread_id: str, **extra: Any) -> dict[str, Any]:
     return {"configurable": {"thread_id": thread_id, **extra}}
 
 
-class CheckpointerContract(FinishedTasksContract):
-    """Behaviour every `Checkpointer` must have (with `FinishedTasksContract`)."""
+class CheckpointerContract(FinishedTasksContract, TaskResultsContract):
+    """Behaviour every `Checkpointer` must have (with `FinishedTasksContract` and
+    `TaskResultsContract`)."""
 
     @pytest.fixture
     def checkpointer(self) -> Checkpointer:  # pragma: no cover - provided by subclasses
@@ -143,6 +153,46 @@ class CheckpointerContract(FinishedTasksContract):
             "a": TaskRecord("interrupted", answers=("yes",), interrupts=(question,)),
             "b": TaskRecord("done", writes=(("v", 2),), routes=("c", Send("d", {"i": 1}))),
         }
+
+    def test_a_steps_writes_are_its_parents_results_and_no_pending_writes(
+        self, checkpointer: Checkpointer, thread: str
+    ) -> None:
+        """The writes stored with a `loop` checkpoint are its parent's results, by task id
+        (a task that wrote nothing has an empty result; see `task_results.py`); a fork's
+        copy of the parent, also its child, changes nothing; the parent has no pending
+        records."""
+        tasks = (TaskSpec("a", "a"), TaskSpec("b", "b"), TaskSpec("c", "c"))
+        parent = make_checkpoint(thread, 1, {"items": ["x"]}, tasks=tasks)
+        items = ["x", {"text": "y" * 300}]
+        doc = {"k": "v"}
+        writes = {"a": (("items", items),), "b": (("n", 1), ("doc", doc)), "c": ()}
+        child = make_checkpoint(
+            thread,
+            2,
+            {"items": items, "n": 1, "doc": doc},
+            parent=parent.checkpoint,
+            writes=writes,
+        )
+        fork = make_checkpoint(
+            thread, 3, {"items": ["x"]}, parent=parent.checkpoint, source="fork", tasks=tasks
+        )
+        checkpointer.commit(thread, "", [parent, child])
+        checkpointer.commit(thread, "", [fork])
+
+        expected = {
+            "a": (("items", ["x", {"text": "y" * 300}]),),
+            "b": (("n", 1), ("doc", {"k": "v"})),
+            "c": (),
+        }
+        loaded = checkpointer.load(thread, "", parent.checkpoint.id)
+        assert loaded is not None
+        assert loaded.results == expected and loaded.records == {}
+        history = {c.id: c for c in checkpointer.history(thread)}
+        assert history[parent.checkpoint.id].results == expected
+        assert history[child.checkpoint.id].results == {}
+        assert history[fork.checkpoint.id].results == {}
+        head = checkpointer.load(thread)
+        assert head is not None and head.id == fork.checkpoint.id and head.results == {}
 
     def test_a_taken_position_is_refused_and_nothing_of_the_batch_is_written(
         self, checkpointer: Checkpointer, thread: str

@@ -373,6 +373,7 @@ def test_update_state_search_and_history(both: dict[str, Any]) -> None:
             "next": state["next"],
             "source": state["metadata"]["source"],
             "history": [(h["values"], h["next"]) for h in history],
+            "results": [[(t["name"], t["result"]) for t in h["tasks"]] for h in history],
             "limited": [h["checkpoint"]["checkpoint_id"] for h in limited],
             "newest": history[0]["checkpoint"]["checkpoint_id"],
             "parents": [
@@ -389,9 +390,18 @@ def test_update_state_search_and_history(both: dict[str, Any]) -> None:
     # step (`next: ["__start__"]`). BeamWeaver's first checkpoint is the input applied, at
     # the first node; forking "before the input" is starting a new thread.
     assert theirs["history"][-1] == [{"log": []}, ["__start__"]]
+    assert theirs["results"].pop() == [["__start__", {"log": []}]]
     theirs["history"].pop()
     theirs["parents"] = [*theirs["parents"][:-2], None]
     assert ours["values"] == {"log": ["one", "two", "three", "edited"]}
+    # Each step's entry shows what its task wrote (`tasks[].result`).
+    assert ours["results"] == [
+        [],
+        [],
+        [["three", {"log": ["three"]}]],
+        [["two", {"log": ["two"]}]],
+        [["one", {"log": ["one"]}]],
+    ]
     assert ours["source"] == "update" and ours["next"] == []
     assert len(ours["limited"]) == 2
     assert ours["limited"][0] == ours["newest"]
