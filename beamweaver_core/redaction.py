@@ -165,9 +165,16 @@ def redact(value: Any) -> Any:
 def pretty_json(value: Any, *, reveal: bool = False) -> str:
     """JSON-like `value` as indented JSON text with sorted keys, redacted unless `reveal`
     (a reviewer who revealed the secrets of a proposal); what JSON cannot hold is shown
-    by its `repr`. The inbox pages and the admin show stored data this way."""
+    by its `repr`, redacted as text (the policy cannot see its keys: convert such objects
+    to data first where they may hold secrets). The inbox pages and the admin show stored
+    data this way."""
     shown = value if reveal else redact(value)
-    return json.dumps(shown, indent=2, sort_keys=True, ensure_ascii=False, default=repr)
+    shown_object = repr if reveal else _redacted_repr
+    return json.dumps(shown, indent=2, sort_keys=True, ensure_ascii=False, default=shown_object)
+
+
+def _redacted_repr(value: Any) -> str:
+    return redact_text(repr(value))
 
 
 def withheld(value: Any, path: str = "") -> list[str]:

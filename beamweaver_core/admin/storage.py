@@ -4,11 +4,13 @@ read-only; a checkpoint's page shows its stored parts decoded into the state's v
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from django.contrib import admin
 from django.utils import timezone
 
 from beamweaver_core.admin.display import ReadOnlyAdmin, pretty_json
+from beamweaver_core.checkpoint import serde
 from beamweaver_core.checkpoint.postgres import PostgresCheckpointer
 from beamweaver_core.checkpoint.types import Checkpoint as Saved
 from beamweaver_core.conf import conf
@@ -21,6 +23,14 @@ from beamweaver_core.models import (
 )
 
 logger = logging.getLogger(__name__)
+
+
+def _as_data(value: Any) -> Any:
+    """Decoded state as the checkpoint stores it: engine objects (messages, tool calls,
+    interrupts) in their tagged JSON form, so that the redaction policy reaches inside
+    them (shown by their `repr`, a message's text and a tool call's secret-named
+    arguments were not redacted)."""
+    return serde.to_jsonable(value, ("<admin>",))
 
 
 @admin.register(Checkpoint)
@@ -62,7 +72,9 @@ class CheckpointAdmin(ReadOnlyAdmin[Checkpoint]):
     @admin.display(description="values (decoded)")
     def values_json(self, obj: Checkpoint) -> str:
         saved = self._decoded(obj)
-        return pretty_json(saved.values) if saved is not None else "The values cannot be decoded."
+        if saved is None:
+            return "The values cannot be decoded."
+        return pretty_json(_as_data(saved.values))
 
     @admin.display(description="next")
     def next_tasks(self, obj: Checkpoint) -> str:
@@ -75,15 +87,17 @@ class CheckpointAdmin(ReadOnlyAdmin[Checkpoint]):
         if saved is None or not saved.records:
             return "-"
         return pretty_json(
-            {
-                task: {
-                    "status": r.status,
-                    "writes": [list(w) for w in r.writes],
-                    "interrupts": [i.to_dict() for i in r.interrupts],
-                    "answers": list(r.answers),
+            _as_data(
+                {
+                    task: {
+                        "status": r.status,
+                        "writes": [list(w) for w in r.writes],
+                        "interrupts": [i.to_dict() for i in r.interrupts],
+                        "answers": list(r.answers),
+                    }
+                    for task, r in saved.records.items()
                 }
-                for task, r in saved.records.items()
-            }
+            )
         )
 
     @admin.display(description="task writes (of the step that produced it, as stored)")

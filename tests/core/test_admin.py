@@ -130,3 +130,40 @@ def test_the_admin_is_for_staff_only(paused_run: Any) -> None:
     client.force_login(user)
     response = client.get("/admin/beamweaver_core/run/")
     assert response.status_code == 302 and "/admin/login/" in response["Location"]
+
+
+def test_a_checkpoints_messages_are_redacted_in_its_values_and_pending_writes(
+    staff: Client,
+) -> None:
+    """Engine objects in a checkpoint (messages, their tool calls) are shown as data, so
+    the redaction policy reaches inside them: a credential in a message's text and a
+    secret-named tool argument are withheld, in the decoded values and in the pending
+    writes of a paused step's finished sibling."""
+    import operator
+
+    from beamweaver_core.checkpoint.postgres import PostgresCheckpointer
+    from beamweaver_core.graph import START, Graph, interrupt
+    from beamweaver_core.messages import Message, ToolCall
+
+    plain = "plainvalue0123456789"  # not credential-shaped text: withheld for its key only
+    call = ToolCall(id="call-1", name="deploy", args={"api_key": plain, "region": "eu"})
+    graph = (
+        Graph()
+        .add_reducer("messages", operator.add)
+        .add_node("say", lambda s: {"messages": [Message.assistant(f"key {SECRET}", [call])]})
+        .add_node("note", lambda s: {"messages": [Message.user(f"again {SECRET}")]})
+        .add_node("ask", lambda s: {"answer": interrupt("Deploy?")})
+        .add_edge(START, "say")
+        .add_edge("say", "note")
+        .add_edge("say", "ask")
+        .compile(checkpointer=PostgresCheckpointer())
+    )
+    config = {"configurable": {"thread_id": "admin-messages"}}
+    graph.invoke({"messages": []}, config)
+    checkpoint = Checkpoint.objects.filter(thread_id="admin-messages").order_by("-seq").first()
+    assert checkpoint is not None
+    page = staff.get(f"/admin/beamweaver_core/checkpoint/{checkpoint.pk}/change/")
+    shown = page.content.decode()
+    assert "deploy" in shown and "again" in shown  # the message and the sibling's write
+    assert SECRET not in shown
+    assert plain not in shown

@@ -101,3 +101,16 @@ def test_a_bearer_token_after_any_white_space_is_redacted(space: str) -> None:
     # RE2's `\s` is ASCII only; the pattern spells out what Python calls white space.
     text = f"auth: Bearer{space}abcdefghijklmnopqrstu end"
     assert redact_text(text) == f"auth: {REDACTED} end"
+
+
+def test_what_json_cannot_hold_is_shown_by_its_repr_redacted_unless_revealed() -> None:
+    from beamweaver_core.redaction import pretty_json
+
+    class Holder:
+        def __repr__(self) -> str:
+            return "Holder(token='sk-proj-abcdefghijklmnopqrstuvwxyz0123')"
+
+    shown = pretty_json({"held": Holder()})
+    assert "sk-proj-abcdefghijklmnopqrstuvwxyz0123" not in shown
+    assert "Holder(token=" in shown and REDACTED in shown
+    assert "sk-proj-abcdefghijklmnopqrstuvwxyz0123" in pretty_json({"held": Holder()}, reveal=True)
