@@ -29,15 +29,17 @@ _COPY = {
 
 
 def shown(thread: Thread) -> dict[str, Any]:
-    """The thread as `threads.get` shows it."""
-    busy = lookup.busy(thread)
-    latest = Run.objects.filter(thread=thread).order_by("-created_at").first()
-    error = representations.error_of(latest)
+    """The thread as `threads.get` shows it. Read `lookup.with_busy` and
+    `lookup.with_latest_options`, it asks no more than its checkpoint, and its latest run
+    if it failed (the run's error is the thread's)."""
+    error = None
+    if thread.status == Thread.Status.FAILED:
+        error = representations.error_of(lookup.latest_runs([thread.pk]).get(thread.pk))
     return representations.thread(
         thread,
         lookup.snapshot(thread),
-        busy=busy,
-        error=error["message"] if error and thread.status == Thread.Status.FAILED else None,
+        busy=lookup.busy(thread),
+        error=error["message"] if error else None,
     )
 
 
@@ -70,7 +72,7 @@ def create(request: HttpRequest, user: Any) -> dict[str, Any]:
 
 
 def get(request: HttpRequest, user: Any, thread_id: str) -> dict[str, Any]:
-    return shown(lookup.thread(user, thread_id))
+    return shown(lookup.thread(user, thread_id, busy=True, latest_options=True))
 
 
 def patch(request: HttpRequest, user: Any, thread_id: str) -> dict[str, Any]:

@@ -66,6 +66,15 @@ GET_STATE = 2
 graph's breakpoints, for its pending interrupts), in one statement; the checkpoint is the
 checkpointer's read. It read the options in a statement of their own: 3."""
 
+THREAD_GET = 2
+"""`threads.get`: the caller; the visible thread with whether it is busy and its latest
+run's options (the graph's breakpoints, for its pending interrupts), in one statement;
+the checkpoint is the checkpointer's read. It asked whether the thread was busy, read
+its latest run and then that run's options in statements of their own: 5."""
+THREAD_GET_FAILED = 3
+"""`threads.get` of a failed thread: `THREAD_GET` and its latest run, whose error is the
+thread's. It was 5 too."""
+
 
 def _after_a_worker_ran_it(until_stopped: Callable[..., Any]) -> Callable[..., Any]:
     """`waiting.until_stopped`, once a worker on a thread (and a connection) of its own
@@ -161,6 +170,30 @@ def test_reading_a_paused_threads_state_costs_a_bounded_number_of_statements(
         state = client.get(f"/lg/threads/{thread}/state").json()
     assert state["next"] == ["ask"]
     assert [i["value"]["question"] for i in state["interrupts"]] == ["Approve?"]
+
+
+def test_reading_a_paused_thread_costs_a_bounded_number_of_statements(counted: Any) -> None:
+    client, at_most = counted
+    thread = post(client, "/threads", {})["thread_id"]
+    post(client, f"/threads/{thread}/runs", {"assistant_id": "ask", "input": {}})
+    run_next()
+    with at_most(THREAD_GET):
+        shown = client.get(f"/lg/threads/{thread}").json()
+    assert (shown["status"], shown["error"]) == ("interrupted", None)
+    assert [i["value"]["question"] for (i,) in shown["interrupts"].values()] == ["Approve?"]
+
+
+def test_reading_a_failed_thread_costs_a_bounded_number_of_statements(counted: Any) -> None:
+    client, at_most = counted
+    thread = post(client, "/threads", {})["thread_id"]
+    post(client, f"/threads/{thread}/runs", {"assistant_id": "explode", "input": {}})
+    run_next()
+    with at_most(THREAD_GET_FAILED):
+        shown = client.get(f"/lg/threads/{thread}").json()
+    assert (shown["status"], shown["error"]) == (
+        "error",
+        "the tool backend is down (api_key=[redacted])",
+    )
 
 
 async def _read(response: Any) -> bytes:
