@@ -208,6 +208,7 @@ def _latest_runs(thread_id: Any) -> QuerySet[Run]:
 
 __all__ = [
     "ACTIVE",
+    "BUSY",
     "busy",
     "changeable",
     "claimed",

@@ -74,6 +74,12 @@ its latest run and then that run's options in statements of their own: 5."""
 THREAD_GET_FAILED = 3
 """`threads.get` of a failed thread: `THREAD_GET` and its latest run, whose error is the
 thread's. It was 5 too."""
+THREAD_SEARCH = 3
+"""`threads.search`, whatever the page's size: the caller; the visible threads with
+whether each is busy and its latest run's options, in one statement; the latest runs of
+those that failed, in one (none when none failed); each checkpoint is the checkpointer's
+read. It read each thread's busy state, latest run and options in statements of their
+own: 2 + 3 per thread."""
 
 
 def _after_a_worker_ran_it(until_stopped: Callable[..., Any]) -> Callable[..., Any]:
@@ -194,6 +200,27 @@ def test_reading_a_failed_thread_costs_a_bounded_number_of_statements(counted: A
         "error",
         "the tool backend is down (api_key=[redacted])",
     )
+
+
+def test_a_thread_search_costs_the_same_statements_for_one_thread_or_several(
+    counted: Any,
+) -> None:
+    client, at_most = counted
+    for graph in ("ask", "ask", "explode"):
+        thread = post(client, "/threads", {})["thread_id"]
+        post(client, f"/threads/{thread}/runs", {"assistant_id": graph, "input": {}})
+        run_next()
+
+    def search(limit: int) -> list[tuple[str, str | None]]:
+        with at_most(THREAD_SEARCH):
+            found = client.post(
+                "/lg/threads/search", {"limit": limit}, content_type="application/json"
+            ).json()
+        return [(t["status"], t["error"]) for t in found]
+
+    failed = ("error", "the tool backend is down (api_key=[redacted])")
+    assert search(1) == [failed]
+    assert search(3) == [failed, ("interrupted", None), ("interrupted", None)]
 
 
 async def _read(response: Any) -> bytes:
