@@ -80,6 +80,10 @@ whether each is busy and its latest run's options, in one statement; the latest 
 those that failed, in one (none when none failed); each checkpoint is the checkpointer's
 read. It read each thread's busy state, latest run and options in statements of their
 own: 2 + 3 per thread."""
+RUN_LIST = 3
+"""`runs.list`, whatever the page's size: the caller; the visible thread; its runs with
+their protocol records, in one statement. It read each run's record in a statement of
+its own: 2 + 1 + 1 per run."""
 
 
 def _after_a_worker_ran_it(until_stopped: Callable[..., Any]) -> Callable[..., Any]:
@@ -221,6 +225,28 @@ def test_a_thread_search_costs_the_same_statements_for_one_thread_or_several(
     failed = ("error", "the tool backend is down (api_key=[redacted])")
     assert search(1) == [failed]
     assert search(3) == [failed, ("interrupted", None), ("interrupted", None)]
+
+
+def test_listing_a_threads_runs_costs_the_same_statements_for_one_run_or_several(
+    counted: Any,
+) -> None:
+    client, at_most = counted
+    thread = post(client, "/threads", {})["thread_id"]
+    first = post(client, f"/threads/{thread}/runs", {"assistant_id": "ask", "input": {}})
+    run_next()
+    second = post(
+        client, f"/threads/{thread}/runs", {"assistant_id": "ask", "command": {"resume": "yes"}}
+    )
+    run_next()
+
+    def listed(limit: int) -> list[tuple[str, str, str]]:
+        with at_most(RUN_LIST):
+            found = client.get(f"/lg/threads/{thread}/runs?limit={limit}").json()
+        return [(r["run_id"], r["status"], r["assistant_id"]) for r in found]
+
+    ask = first["assistant_id"]
+    assert listed(1) == [(second["run_id"], "success", ask)]
+    assert listed(2) == [(second["run_id"], "success", ask), (first["run_id"], "success", ask)]
 
 
 async def _read(response: Any) -> bytes:
