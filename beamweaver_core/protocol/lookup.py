@@ -98,14 +98,17 @@ def thread_again(token: str, thread_id: str, *, latest_options: bool = False) ->
     return thread(token_user(token), thread_id, latest_options=latest_options)
 
 
-def run(user: Any, thread_id: str, run_id: str) -> Run:
-    """The thread's run, if `user` may see the thread; 404 otherwise."""
+def run(user: Any, thread_id: str, run_id: str, *, record: bool = False) -> Run:
+    """The thread's run, if `user` may see the thread; 404 otherwise. `record`: read with
+    its protocol record in the same statement (`select_related`), for a caller that shows
+    the run."""
     found = thread(user, thread_id)
     try:
         key = uuid.UUID(run_id)
     except ValueError:
         raise not_found(f"Run {run_id!r}") from None
-    match = Run.objects.filter(id=key, thread=found).first()
+    runs = Run.objects.filter(id=key, thread=found)
+    match = (runs.select_related("protocol") if record else runs).first()
     if match is None:
         raise not_found(f"Run {run_id!r}")
     return match

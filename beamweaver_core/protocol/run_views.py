@@ -92,7 +92,7 @@ def listing(request: HttpRequest, user: Any, thread_id: str) -> list[dict[str, A
 
 
 def get(request: HttpRequest, user: Any, thread_id: str, run_id: str) -> dict[str, Any]:
-    return _shown(lookup.run(user, thread_id, run_id))
+    return _shown(lookup.run(user, thread_id, run_id, record=True))
 
 
 def delete(request: HttpRequest, user: Any, thread_id: str, run_id: str) -> None:

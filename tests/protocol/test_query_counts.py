@@ -84,6 +84,9 @@ RUN_LIST = 3
 """`runs.list`, whatever the page's size: the caller; the visible thread; its runs with
 their protocol records, in one statement. It read each run's record in a statement of
 its own: 2 + 1 + 1 per run."""
+RUN_GET = 3
+"""`runs.get`: the caller; the visible thread; the run with its protocol record, in one
+statement. It read the record in a statement of its own: 4."""
 
 
 def _after_a_worker_ran_it(until_stopped: Callable[..., Any]) -> Callable[..., Any]:
@@ -247,6 +250,16 @@ def test_listing_a_threads_runs_costs_the_same_statements_for_one_run_or_several
     ask = first["assistant_id"]
     assert listed(1) == [(second["run_id"], "success", ask)]
     assert listed(2) == [(second["run_id"], "success", ask), (first["run_id"], "success", ask)]
+
+
+def test_reading_a_run_costs_a_bounded_number_of_statements(counted: Any) -> None:
+    client, at_most = counted
+    thread = post(client, "/threads", {})["thread_id"]
+    started = post(client, f"/threads/{thread}/runs", {"assistant_id": "ask", "input": {}})
+    run_next()
+    with at_most(RUN_GET):
+        shown = client.get(f"/lg/threads/{thread}/runs/{started['run_id']}").json()
+    assert shown == {**started, "status": "success", "updated_at": shown["updated_at"]}
 
 
 async def _read(response: Any) -> bytes:
