@@ -5,6 +5,7 @@ latest run was given) and its state."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Collection
 from typing import Any
 
 from django.db import connection
@@ -29,11 +30,19 @@ def threads(user: Any) -> QuerySet[Thread]:
     return access().visible_threads(user)
 
 
-def thread(user: Any, thread_id: str, *, latest_options: bool = False) -> Thread:
-    """The thread, if `user` may see it; 404 otherwise. `latest_options`: read with its
-    latest run's options (`with_latest_options`), for a caller that reads its state."""
+def thread(
+    user: Any, thread_id: str, *, busy: bool = False, latest_options: bool = False
+) -> Thread:
+    """The thread, if `user` may see it; 404 otherwise. In the same statement, `busy`:
+    whether it is busy (`with_busy`), for a caller that shows its status;
+    `latest_options`: its latest run's options (`with_latest_options`), for a caller that
+    reads its state."""
     visible = threads(user).filter(id=thread_id)
-    found = (with_latest_options(visible) if latest_options else visible).first()
+    if busy:
+        visible = with_busy(visible)
+    if latest_options:
+        visible = with_latest_options(visible)
+    found = visible.first()
     if found is None:
         raise not_found(f"Thread {thread_id!r}")
     return found
@@ -89,14 +98,17 @@ def thread_again(token: str, thread_id: str, *, latest_options: bool = False) ->
     return thread(token_user(token), thread_id, latest_options=latest_options)
 
 
-def run(user: Any, thread_id: str, run_id: str) -> Run:
-    """The thread's run, if `user` may see the thread; 404 otherwise."""
+def run(user: Any, thread_id: str, run_id: str, *, record: bool = False) -> Run:
+    """The thread's run, if `user` may see the thread; 404 otherwise. `record`: read with
+    its protocol record in the same statement (`select_related`), for a caller that shows
+    the run."""
     found = thread(user, thread_id)
     try:
         key = uuid.UUID(run_id)
     except ValueError:
         raise not_found(f"Run {run_id!r}") from None
-    match = Run.objects.filter(id=key, thread=found).first()
+    runs = Run.objects.filter(id=key, thread=found)
+    match = (runs.select_related("protocol") if record else runs).first()
     if match is None:
         raise not_found(f"Run {run_id!r}")
     return match
@@ -183,16 +195,28 @@ def with_latest_options(found: QuerySet[Thread]) -> QuerySet[Thread]:
     return found.annotate(**{LATEST_OPTIONS: Subquery(latest)})
 
 
+def latest_runs(thread_ids: Collection[str]) -> dict[str, Run]:
+    """Each thread's latest run by thread id, in one statement (none without a thread)."""
+    if not thread_ids:
+        return {}
+    latest = Thread.objects.filter(pk__in=thread_ids).annotate(
+        latest=Subquery(_latest_runs(OuterRef("pk")).values("pk")[:1])
+    )
+    return {run.thread_id: run for run in Run.objects.filter(pk__in=latest.values("latest"))}
+
+
 def _latest_runs(thread_id: Any) -> QuerySet[Run]:
     return Run.objects.filter(thread_id=thread_id).order_by("-created_at")
 
 
 __all__ = [
     "ACTIVE",
+    "BUSY",
     "busy",
     "changeable",
     "claimed",
     "graph",
+    "latest_runs",
     "locked",
     "may_change",
     "require_graph",

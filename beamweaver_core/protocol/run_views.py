@@ -38,10 +38,19 @@ RUN_STATUS_FILTER = {
 
 
 def _shown(run: Run) -> dict[str, Any]:
-    # The record `launch` just stored is cached on its run; any other is read.
-    cached = Run.protocol.is_cached(run)
-    record = run.protocol if cached else ProtocolRun.objects.filter(run_id=run.id).first()
-    return representations.run(run, record)
+    return representations.run(run, _record(run))
+
+
+def _record(run: Run) -> ProtocolRun | None:
+    """The run's protocol record: cached on it when `launch` has just stored it or the run
+    was read with it (`select_related("protocol")`, which caches `None` for a run started
+    elsewhere than `/lg`); read otherwise."""
+    if not Run.protocol.is_cached(run):
+        return ProtocolRun.objects.filter(run_id=run.id).first()
+    try:
+        return run.protocol
+    except ProtocolRun.DoesNotExist:
+        return None
 
 
 def located(response: R, run: Run, suffix: str = "") -> R:
@@ -73,7 +82,7 @@ def listing(request: HttpRequest, user: Any, thread_id: str) -> list[dict[str, A
     thread = lookup.thread(user, thread_id)
     limit = number(request.GET, "limit", 10, low=1, high=1000)
     offset = number(request.GET, "offset", 0, low=0, high=1_000_000)
-    runs = Run.objects.filter(thread=thread).order_by("-created_at")
+    runs = Run.objects.filter(thread=thread).select_related("protocol").order_by("-created_at")
     status = request.GET.get("status")
     if status:
         if status not in RUN_STATUS_FILTER:
@@ -83,7 +92,7 @@ def listing(request: HttpRequest, user: Any, thread_id: str) -> list[dict[str, A
 
 
 def get(request: HttpRequest, user: Any, thread_id: str, run_id: str) -> dict[str, Any]:
-    return _shown(lookup.run(user, thread_id, run_id))
+    return _shown(lookup.run(user, thread_id, run_id, record=True))
 
 
 def delete(request: HttpRequest, user: Any, thread_id: str, run_id: str) -> None:

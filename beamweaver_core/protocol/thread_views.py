@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.db.models import Q, QuerySet
 from django.http import HttpRequest, JsonResponse
 
 from beamweaver_core.models import Run, Thread
@@ -32,15 +32,27 @@ _COPY = {
 
 
 def shown(thread: Thread) -> dict[str, Any]:
-    """The thread as `threads.get` shows it."""
-    busy = lookup.busy(thread)
-    latest = Run.objects.filter(thread=thread).order_by("-created_at").first()
-    error = representations.error_of(latest)
+    """The thread as `threads.get` shows it (`shown_all`)."""
+    return shown_all([thread])[0]
+
+
+def shown_all(threads: Iterable[Thread]) -> list[dict[str, Any]]:
+    """The threads as `threads.get` shows each. Read `lookup.with_busy` and
+    `lookup.with_latest_options`, they ask no more than their checkpoints and, in one
+    statement whatever their number, the latest runs of those that failed (a failed
+    thread's error is its latest run's)."""
+    found = list(threads)
+    failed = lookup.latest_runs([t.pk for t in found if t.status == Thread.Status.FAILED])
+    return [_shown(thread, failed.get(thread.pk)) for thread in found]
+
+
+def _shown(thread: Thread, failed_run: Run | None) -> dict[str, Any]:
+    error = representations.error_of(failed_run)
     return representations.thread(
         thread,
         lookup.snapshot(thread),
-        busy=busy,
-        error=error["message"] if error and thread.status == Thread.Status.FAILED else None,
+        busy=lookup.busy(thread),
+        error=error["message"] if error else None,
     )
 
 
@@ -73,7 +85,7 @@ def create(request: HttpRequest, user: Any) -> dict[str, Any]:
 
 
 def get(request: HttpRequest, user: Any, thread_id: str) -> dict[str, Any]:
-    return shown(lookup.thread(user, thread_id))
+    return shown(lookup.thread(user, thread_id, busy=True, latest_options=True))
 
 
 def patch(request: HttpRequest, user: Any, thread_id: str) -> dict[str, Any]:
@@ -140,19 +152,20 @@ def _not_running(thread: Thread) -> None:
 
 
 def _filtered(user: Any, body: Mapping[str, Any]) -> QuerySet[Thread]:
-    threads = lookup.threads(user)
+    """The visible threads the body's filters match, each read with what `shown_all`
+    needs of it (`lookup.with_busy`, `lookup.with_latest_options`; a plain count leaves
+    out what it does not filter on)."""
+    threads = lookup.with_latest_options(lookup.with_busy(lookup.threads(user)))
     if body.get("ids"):
         threads = threads.filter(id__in=body["ids"])
     if body.get("metadata"):
         threads = threads.filter(metadata__contains=body["metadata"])
     status = body.get("status")
     if status:
-        active = Run.objects.filter(thread=OuterRef("pk"), status__in=lookup.ACTIVE)
-        threads = threads.annotate(bw_busy=Exists(active))
         if status == "busy":
-            threads = threads.filter(bw_busy=True)
+            threads = threads.filter(**{lookup.BUSY: True})
         else:
-            threads = threads.filter(bw_busy=False)
+            threads = threads.filter(**{lookup.BUSY: False})
             if status == "interrupted":
                 threads = threads.filter(status=Thread.Status.INTERRUPTED)
             elif status == "error":
@@ -184,10 +197,10 @@ def search(request: HttpRequest, user: Any) -> JsonResponse:
     offset, limit = body.get("offset", 0), body.get("limit", 10)
     wanted = body.get("values")
     if wanted:
-        shown_threads = [shown(t) for t in threads[:SCAN_LIMIT]]
+        shown_threads = shown_all(threads[:SCAN_LIMIT])
         page = [t for t in shown_threads if _contains(t["values"], wanted)][offset : offset + limit]
     else:
-        page = [shown(t) for t in threads[offset : offset + limit]]
+        page = shown_all(threads[offset : offset + limit])
     if body.get("select"):
         page = [{k: t[k] for k in body["select"] if k in t} for t in page]
     return JsonResponse(page, safe=False)
@@ -197,8 +210,9 @@ def count(request: HttpRequest, user: Any) -> int:
     body = json_body(request, "ThreadCountRequest")
     threads = _filtered(user, body)
     if body.get("values"):
-        return sum(1 for t in threads[:SCAN_LIMIT] if _contains(shown(t)["values"], body["values"]))
+        shown_threads = shown_all(threads[:SCAN_LIMIT])
+        return sum(1 for t in shown_threads if _contains(t["values"], body["values"]))
     return threads.count()
 
 
-__all__ = ["copy", "count", "create", "delete", "get", "patch", "search", "shown"]
+__all__ = ["copy", "count", "create", "delete", "get", "patch", "search", "shown", "shown_all"]

@@ -66,6 +66,28 @@ GET_STATE = 2
 graph's breakpoints, for its pending interrupts), in one statement; the checkpoint is the
 checkpointer's read. It read the options in a statement of their own: 3."""
 
+THREAD_GET = 2
+"""`threads.get`: the caller; the visible thread with whether it is busy and its latest
+run's options (the graph's breakpoints, for its pending interrupts), in one statement;
+the checkpoint is the checkpointer's read. It asked whether the thread was busy, read
+its latest run and then that run's options in statements of their own: 5."""
+THREAD_GET_FAILED = 3
+"""`threads.get` of a failed thread: `THREAD_GET` and its latest run, whose error is the
+thread's. It was 5 too."""
+THREAD_SEARCH = 3
+"""`threads.search`, whatever the page's size: the caller; the visible threads with
+whether each is busy and its latest run's options, in one statement; the latest runs of
+those that failed, in one (none when none failed); each checkpoint is the checkpointer's
+read. It read each thread's busy state, latest run and options in statements of their
+own: 2 + 3 per thread."""
+RUN_LIST = 3
+"""`runs.list`, whatever the page's size: the caller; the visible thread; its runs with
+their protocol records, in one statement. It read each run's record in a statement of
+its own: 2 + 1 + 1 per run."""
+RUN_GET = 3
+"""`runs.get`: the caller; the visible thread; the run with its protocol record, in one
+statement. It read the record in a statement of its own: 4."""
+
 
 def _after_a_worker_ran_it(until_stopped: Callable[..., Any]) -> Callable[..., Any]:
     """`waiting.until_stopped`, once a worker on a thread (and a connection) of its own
@@ -161,6 +183,83 @@ def test_reading_a_paused_threads_state_costs_a_bounded_number_of_statements(
         state = client.get(f"/lg/threads/{thread}/state").json()
     assert state["next"] == ["ask"]
     assert [i["value"]["question"] for i in state["interrupts"]] == ["Approve?"]
+
+
+def test_reading_a_paused_thread_costs_a_bounded_number_of_statements(counted: Any) -> None:
+    client, at_most = counted
+    thread = post(client, "/threads", {})["thread_id"]
+    post(client, f"/threads/{thread}/runs", {"assistant_id": "ask", "input": {}})
+    run_next()
+    with at_most(THREAD_GET):
+        shown = client.get(f"/lg/threads/{thread}").json()
+    assert (shown["status"], shown["error"]) == ("interrupted", None)
+    assert [i["value"]["question"] for (i,) in shown["interrupts"].values()] == ["Approve?"]
+
+
+def test_reading_a_failed_thread_costs_a_bounded_number_of_statements(counted: Any) -> None:
+    client, at_most = counted
+    thread = post(client, "/threads", {})["thread_id"]
+    post(client, f"/threads/{thread}/runs", {"assistant_id": "explode", "input": {}})
+    run_next()
+    with at_most(THREAD_GET_FAILED):
+        shown = client.get(f"/lg/threads/{thread}").json()
+    assert (shown["status"], shown["error"]) == (
+        "error",
+        "the tool backend is down (api_key=[redacted])",
+    )
+
+
+def test_a_thread_search_costs_the_same_statements_for_one_thread_or_several(
+    counted: Any,
+) -> None:
+    client, at_most = counted
+    for graph in ("ask", "ask", "explode"):
+        thread = post(client, "/threads", {})["thread_id"]
+        post(client, f"/threads/{thread}/runs", {"assistant_id": graph, "input": {}})
+        run_next()
+
+    def search(limit: int) -> list[tuple[str, str | None]]:
+        with at_most(THREAD_SEARCH):
+            found = client.post(
+                "/lg/threads/search", {"limit": limit}, content_type="application/json"
+            ).json()
+        return [(t["status"], t["error"]) for t in found]
+
+    failed = ("error", "the tool backend is down (api_key=[redacted])")
+    assert search(1) == [failed]
+    assert search(3) == [failed, ("interrupted", None), ("interrupted", None)]
+
+
+def test_listing_a_threads_runs_costs_the_same_statements_for_one_run_or_several(
+    counted: Any,
+) -> None:
+    client, at_most = counted
+    thread = post(client, "/threads", {})["thread_id"]
+    first = post(client, f"/threads/{thread}/runs", {"assistant_id": "ask", "input": {}})
+    run_next()
+    second = post(
+        client, f"/threads/{thread}/runs", {"assistant_id": "ask", "command": {"resume": "yes"}}
+    )
+    run_next()
+
+    def listed(limit: int) -> list[tuple[str, str, str]]:
+        with at_most(RUN_LIST):
+            found = client.get(f"/lg/threads/{thread}/runs?limit={limit}").json()
+        return [(r["run_id"], r["status"], r["assistant_id"]) for r in found]
+
+    ask = first["assistant_id"]
+    assert listed(1) == [(second["run_id"], "success", ask)]
+    assert listed(2) == [(second["run_id"], "success", ask), (first["run_id"], "success", ask)]
+
+
+def test_reading_a_run_costs_a_bounded_number_of_statements(counted: Any) -> None:
+    client, at_most = counted
+    thread = post(client, "/threads", {})["thread_id"]
+    started = post(client, f"/threads/{thread}/runs", {"assistant_id": "ask", "input": {}})
+    run_next()
+    with at_most(RUN_GET):
+        shown = client.get(f"/lg/threads/{thread}/runs/{started['run_id']}").json()
+    assert shown == {**started, "status": "success", "updated_at": shown["updated_at"]}
 
 
 async def _read(response: Any) -> bytes:
