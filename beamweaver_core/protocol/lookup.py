@@ -17,6 +17,7 @@ from beamweaver_core.graph.compiled import CompiledGraph
 from beamweaver_core.models import Run, Thread
 from beamweaver_core.protocol.auth import token_user
 from beamweaver_core.protocol.errors import ProtocolError, not_found
+from beamweaver_core.protocol.models import ProtocolRun
 from beamweaver_core.runtime import options as run_options
 from beamweaver_core.runtime import registry
 from beamweaver_core.runtime.access import access, locked_if_visible
@@ -112,6 +113,19 @@ def run(user: Any, thread_id: str, run_id: str, *, record: bool = False) -> Run:
     if match is None:
         raise not_found(f"Run {run_id!r}")
     return match
+
+
+def protocol_record(run: Run) -> ProtocolRun | None:
+    """The run's protocol record (the request as the client sent it; `None` for a run
+    started elsewhere than `/lg`): cached on it when `launch` has just stored it or the run
+    was read with it (`run(..., record=True)`, whose `select_related` caches `None` for a
+    run without one); read otherwise."""
+    if not Run.protocol.is_cached(run):
+        return ProtocolRun.objects.filter(run_id=run.id).first()
+    try:
+        return run.protocol
+    except ProtocolRun.DoesNotExist:
+        return None
 
 
 def graph(thread: Thread) -> CompiledGraph | None:

@@ -20,7 +20,6 @@ from beamweaver_core.protocol.db import in_thread
 from beamweaver_core.protocol.deletion import kept_elsewhere
 from beamweaver_core.protocol.errors import ProtocolError
 from beamweaver_core.protocol.launch import launch
-from beamweaver_core.protocol.models import ProtocolRun
 from beamweaver_core.protocol.outcome import result
 from beamweaver_core.protocol.stopping import stop
 from beamweaver_core.protocol.waiting import result_body, until_stopped
@@ -38,19 +37,7 @@ RUN_STATUS_FILTER = {
 
 
 def _shown(run: Run) -> dict[str, Any]:
-    return representations.run(run, _record(run))
-
-
-def _record(run: Run) -> ProtocolRun | None:
-    """The run's protocol record: cached on it when `launch` has just stored it or the run
-    was read with it (`select_related("protocol")`, which caches `None` for a run started
-    elsewhere than `/lg`); read otherwise."""
-    if not Run.protocol.is_cached(run):
-        return ProtocolRun.objects.filter(run_id=run.id).first()
-    try:
-        return run.protocol
-    except ProtocolRun.DoesNotExist:
-        return None
+    return representations.run(run, lookup.protocol_record(run))
 
 
 def located(response: R, run: Run, suffix: str = "") -> R:

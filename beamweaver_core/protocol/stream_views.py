@@ -17,7 +17,6 @@ from beamweaver_core.protocol.db import in_thread
 from beamweaver_core.protocol.errors import ProtocolError
 from beamweaver_core.protocol.hints import Hints
 from beamweaver_core.protocol.launch import launch
-from beamweaver_core.protocol.models import ProtocolRun
 from beamweaver_core.protocol.run_views import located
 from beamweaver_core.protocol.sse import parse_event_id
 from beamweaver_core.protocol.stream import StreamRequest, frames, open_translator
@@ -79,8 +78,8 @@ async def stream(request: HttpRequest, user: Any, thread_id: str | None = None) 
 
 
 def _join_request(request: HttpRequest, user: Any, thread_id: str, run_id: str) -> StreamRequest:
-    run = lookup.run(user, thread_id, run_id)
-    record = ProtocolRun.objects.filter(run_id=run.id).first()
+    run = lookup.run(user, thread_id, run_id, record=True)
+    record = lookup.protocol_record(run)
     kwargs = record.kwargs if record is not None else {}
     asked = [
         mode for mode in request.GET.getlist("stream_mode") if mode

@@ -84,6 +84,11 @@ RUN_LIST = 3
 """`runs.list`, whatever the page's size: the caller; the visible thread; its runs with
 their protocol records, in one statement. It read each run's record in a statement of
 its own: 2 + 1 + 1 per run."""
+JOIN_STREAM_OPEN = 3
+"""`runs.join_stream` up to its first byte: the caller; the visible thread; the run with its
+protocol record, in one statement (`lookup.run(..., record=True)`, as `runs.get`). It read
+the record in a statement of its own: 4."""
+
 RUN_GET = 3
 """`runs.get`: the caller; the visible thread; the run with its protocol record, in one
 statement. It read the record in a statement of its own: 4."""
@@ -284,3 +289,14 @@ def test_a_runs_wait_costs_a_bounded_number_of_statements(
 
     assert response.status_code == 200
     assert b'"question":"Approve?"' in body
+
+
+def test_opening_a_join_stream_costs_a_bounded_number_of_statements(counted: Any) -> None:
+    client, at_most = counted
+    thread = post(client, "/threads", {})["thread_id"]
+    started = post(client, f"/threads/{thread}/runs", {"assistant_id": "ask", "input": {}})
+    run_next()
+    with at_most(JOIN_STREAM_OPEN):
+        response = client.get(f"/lg/threads/{thread}/runs/{started['run_id']}/stream")
+    assert response.status_code == 200
+    assert response["Content-Type"].startswith("text/event-stream")
