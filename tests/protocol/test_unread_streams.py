@@ -63,6 +63,16 @@ def never_read(base: str, token: str, thread_id: str, run_id: str) -> socket.soc
     return sock
 
 
+def held_open(server: psutil.Process, sockets: list[socket.socket]) -> list[int]:
+    """The client ports of `sockets` whose connections `server` still holds open."""
+    ports = {sock.getsockname()[1] for sock in sockets}
+    return [
+        c.raddr.port
+        for c in server.net_connections(kind="tcp")
+        if c.raddr and c.raddr.port in ports and c.status == psutil.CONN_ESTABLISHED
+    ]
+
+
 def drained(sock: socket.socket) -> bytes:
     """Everything the socket still receives until the server closes it."""
     sock.settimeout(STALL_SECONDS * 3)
@@ -154,7 +164,16 @@ def test_clients_that_never_read_cannot_grow_the_server_without_bound(
         for _ in range(2):  # while the server makes what it would make for them
             time.sleep(STALL_SECONDS / 3)
             grown.append(daphne.memory_info().rss - before)
-        time.sleep(STALL_SECONDS / 3 + 2)  # past the stall time: the server drops them
+        # The server drops each once its send has waited the stall time; that clock starts
+        # at the send's first wait, which under load comes seconds after the connect. Read
+        # before the drop and the client takes the whole stream after all (an earlier
+        # version slept a fixed time, then read, and so failed on a loaded machine).
+        wait_for(
+            lambda: not held_open(daphne, sockets),
+            STALL_SECONDS * 3,
+            "the server to drop the clients that read nothing",
+            every=0.5,
+        )
         received = [drained(sock) for sock in sockets]
     finally:
         for sock in sockets:
