@@ -15,7 +15,7 @@ from django.core.paginator import Page, Paginator
 from django.db import connections
 from django.db.models import Model, Q, QuerySet
 
-from reviews import statements
+from beamweaver_core import statements
 from reviews.models import ReviewItem
 
 _M = TypeVar("_M", bound=Model)
@@ -145,7 +145,7 @@ class BoundedPaginator(CappedPaginator[ReviewItem]):
         self, matching: QuerySet[ReviewItem], number: int, key: Hashable | None = None
     ) -> None:
         """`key`: everything `matching` depends on, for its page's ids to be read with a
-        statement compiled once per page (`reviews.statements`)."""
+        statement compiled once per page (`beamweaver_core.statements`)."""
         super().__init__(matching, PAGE_SIZE, number)
         self.key = key
 
@@ -169,7 +169,7 @@ def listing(
     """The page of matching items (the last page if the asked one is past the end; its
     rows, `PageRows`, read when used) and the `counts` of `items`, counted together in
     one statement. `key`: what `items` depends on (`roles.visibility`), for the two
-    statements to be compiled once (`reviews.statements`)."""
+    statements to be compiled once (`beamweaver_core.statements`)."""
     named = None if key is None else (key, query)
     paginator = BoundedPaginator(query.apply(items), query.page, named)
     counted = {"page": paginator.counted(), **_status_counts(items)}
@@ -189,7 +189,7 @@ def count_all(
 ) -> dict[str, int]:
     """Each queryset's rows counted up to its limit, all in one statement (a queryset
     that can match nothing, e.g. `none()`, counts 0 without being asked); compiled once
-    for `key` (`reviews.statements`)."""
+    for `key` (`beamweaver_core.statements`)."""
     if not counted:
         return {}
     database = next(iter(counted.values()))[0].db

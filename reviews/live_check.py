@@ -16,9 +16,9 @@ from django.contrib.sessions.models import Session
 from django.db.models import Exists, OuterRef, QuerySet, Subquery, Value
 from django.db.models.functions import Concat, Now
 
+from beamweaver_core import statements
 from beamweaver_core.models import Thread
 from beamweaver_core.users import AnyUser, User
-from reviews import statements
 from reviews.models import ReviewItem
 from reviews.roles import GROUP_IDS, can_manage, can_review, decider_filter
 

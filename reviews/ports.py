@@ -5,6 +5,7 @@ decision service (`runtime.answers`). Registered in `ReviewsConfig.ready`."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Hashable
 
 from django.db import transaction
 from django.db.models import QuerySet
@@ -20,6 +21,7 @@ from beamweaver_core.users import User
 from reviews.cancelling import cancel_refusal
 from reviews.models import ApiToken, Decision, ReviewItem
 from reviews.permissions import can_review, hidden_from_some, visible_threads
+from reviews.roles import visibility
 from reviews.services import DecisionRequest, decide
 from reviews.thread_rights import change_refusal
 from reviews.token_check import live_token
@@ -38,6 +40,10 @@ class ReviewsAccess:
     def visible_threads(self, user: User) -> QuerySet[Thread]:
         threads: QuerySet[Thread] = visible_threads(user)
         return threads
+
+    def visibility(self, user: User) -> Hashable | None:
+        # The same key as the inbox's visible items: what hides a thread is an item.
+        return visibility(user) if can_review(user) else None
 
     def may_start(self, user: User, graph: str) -> bool:
         # As in the inbox's "Start a run": every reviewer may start every registered graph.

@@ -25,8 +25,8 @@ from django.db.models import (
     QuerySet,
 )
 
+from beamweaver_core import statements
 from beamweaver_core.users import AnyUser, User
-from reviews import statements
 
 REVIEW_PERMISSION = "reviews.review"
 MANAGE_PERMISSION = "reviews.manage"
@@ -99,7 +99,7 @@ def visible_items(user: AnyUser | None, items: _Items) -> _Items:
 
 
 def visibility(user: AnyUser | None) -> Hashable:
-    """Everything `visible_items` decides on, as a key (`reviews.statements`): nothing
+    """Everything `visible_items` decides on, as a key (`beamweaver_core.statements`): nothing
     without the permission, every item for a manager, else the user and their groups."""
     if not can_review(user):
         return ("nothing",)
@@ -151,7 +151,7 @@ def reviewer_list() -> list[User]:
     """`reviewers()` by id, as a list: their statement is compiled once per process (it
     has no input; building and compiling its EXISTS cost more CPU than running it) and
     prepared once per connection (planning it costs Postgres several times what running
-    it does: `reviews.statements`)."""
+    it does: `beamweaver_core.statements`)."""
     model = get_user_model()
     database = model._default_manager.db
     sql, params, fields, annotations = _reviewers_statement(database)

@@ -23,9 +23,9 @@ from django.contrib.postgres.expressions import ArraySubquery
 from django.db.models import OuterRef, QuerySet, Value
 from django.db.models.functions import Concat
 
+from beamweaver_core.statements import bound, compiled, fetch, stand_ins_taken
 from reviews.live_check import LiveCheck, prime
 from reviews.models.tokens import ApiToken, token_key
-from reviews.statements import compiled, fetch
 
 STAND_IN = "bw-token-check-key"
 """The key the statement is compiled with; each call puts the token's key in its place."""
@@ -64,9 +64,7 @@ def _build(database: str) -> tuple[str, tuple[Any, ...]]:
         .query
     )
     sql, params = query.sql_with_params()
-    if list(params).count(STAND_IN) != 1:
-        raise RuntimeError("The token check's statement must take the token's key once.")
-    return sql, tuple(params)
+    return sql, stand_ins_taken(params, [STAND_IN])
 
 
 def live_token(raw: str) -> ApiToken | None:
@@ -80,10 +78,10 @@ def live_token(raw: str) -> ApiToken | None:
     if key is None:
         return None
     database = ApiToken.objects.db
-    sql, params = compiled(("token check", database), lambda: _build(database))
-    # Prepared (`reviews.statements`): every request of `/lg` and the review API runs it,
+    statement = compiled(("token check", database), lambda: _build(database))
+    # Prepared (`beamweaver_core.statements`): every request of `/lg` and the review API runs it,
     # and its plan (a unique key, the user's id) is the same for every token.
-    rows = fetch(database, (sql, tuple(key if p == STAND_IN else p for p in params)), prepared=True)
+    rows = fetch(database, bound(statement, {STAND_IN: key}), prepared=True)
     if not rows:
         return None
     row = rows[0]

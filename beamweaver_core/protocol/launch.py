@@ -151,10 +151,9 @@ def _thread(user: Any, thread_id: str, body: Mapping[str, Any]) -> Thread | None
     a multitask strategy ask) and, for a run without input (an answer, or a continuation),
     with its latest run's options (`lookup.with_latest_options`: its pending interrupts are
     read); `None` for one `if_not_exists="create"` will create."""
-    visible = lookup.with_busy(lookup.threads(user).filter(id=thread_id))
-    if body.get("input") is None:
-        visible = lookup.with_latest_options(visible)
-    found = visible.first()
+    found = lookup.visible_thread(
+        user, thread_id, busy=True, latest_options=body.get("input") is None
+    )
     if found is not None:
         return found
     if body.get("if_not_exists") != "create" or Thread.objects.filter(id=thread_id).exists():

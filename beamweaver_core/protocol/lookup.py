@@ -11,6 +11,7 @@ from typing import Any
 from django.db import connection
 from django.db.models import Exists, OuterRef, QuerySet, Subquery
 
+from beamweaver_core import statements
 from beamweaver_core.checkpoint.postgres import PostgresCheckpointer
 from beamweaver_core.exceptions import CheckpointNotFoundError
 from beamweaver_core.graph.compiled import CompiledGraph
@@ -20,7 +21,7 @@ from beamweaver_core.protocol.errors import ProtocolError, not_found
 from beamweaver_core.protocol.models import ProtocolRun
 from beamweaver_core.runtime import options as run_options
 from beamweaver_core.runtime import registry
-from beamweaver_core.runtime.access import access, locked_if_visible
+from beamweaver_core.runtime.access import THREAD_ID, access, locked_if_visible
 from beamweaver_core.types import StateSnapshot
 
 ACTIVE = (Run.Status.WAITING, Run.Status.QUEUED, Run.Status.RUNNING)
@@ -38,15 +39,36 @@ def thread(
     whether it is busy (`with_busy`), for a caller that shows its status;
     `latest_options`: its latest run's options (`with_latest_options`), for a caller that
     reads its state."""
-    visible = threads(user).filter(id=thread_id)
-    if busy:
-        visible = with_busy(visible)
-    if latest_options:
-        visible = with_latest_options(visible)
-    found = visible.first()
+    found = visible_thread(user, thread_id, busy=busy, latest_options=latest_options)
     if found is None:
         raise not_found(f"Thread {thread_id!r}")
     return found
+
+
+def visible_thread(
+    user: Any, thread_id: str, *, busy: bool = False, latest_options: bool = False
+) -> Thread | None:
+    """The thread, if `user` may see it (`busy` and `latest_options` as for `thread`);
+    `None` otherwise. One statement, compiled once per visibility (the access policy's
+    `visibility`: every request of `/lg` that names a thread asks it, some twice, and
+    building the visibility rule cost more CPU than running it) and prepared."""
+    key = access().visibility(user)
+    if key is None:
+        return None
+
+    def build() -> QuerySet[Thread]:
+        visible = threads(user).filter(id=THREAD_ID).order_by()  # a key: one row at most
+        if busy:
+            visible = with_busy(visible)
+        if latest_options:
+            visible = with_latest_options(visible)
+        return visible
+
+    statement = statements.compiled_model(
+        ("lg visible thread", key, busy, latest_options), build, stand_ins=[THREAD_ID]
+    )
+    found = statements.models(statement, {THREAD_ID: thread_id}, prepared=True)
+    return found[0] if found else None
 
 
 def locked(user: Any, thread_id: str) -> Thread:
@@ -239,6 +261,7 @@ __all__ = [
     "thread",
     "thread_again",
     "threads",
+    "visible_thread",
     "with_busy",
     "with_latest_options",
 ]

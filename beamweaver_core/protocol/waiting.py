@@ -12,9 +12,11 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
+from beamweaver_core import statements
 from beamweaver_core.conf import conf
 from beamweaver_core.models import Run
 from beamweaver_core.protocol import lookup
@@ -36,9 +38,18 @@ def _may_have_stopped(hint: dict[str, Any]) -> bool:
     return kind not in PROGRESS_HINTS
 
 
+RUN_ID = uuid.UUID("00000000-0000-4000-8000-000000000000")
+"""The run id `_run`'s statement is compiled with (each call's own replaces it)."""
+
+
 def _run(run_id: Any) -> Run | None:
-    found: Run | None = Run.objects.filter(id=run_id).first()
-    return found
+    """The run as it is now: one prepared statement, compiled once (a wait asks it each
+    time a hint says the run may have stopped)."""
+    statement = statements.compiled_model(
+        "lg run again", lambda: Run.objects.filter(id=RUN_ID).order_by()[:1], stand_ins=[RUN_ID]
+    )
+    found = statements.models(statement, {RUN_ID: run_id}, prepared=True)
+    return found[0] if found else None
 
 
 async def _next_status_hint(hints: Hints) -> None:

@@ -10,10 +10,12 @@ reviews} → wiring and the protocol never imports `reviews`.
 
 from __future__ import annotations
 
-from typing import Protocol
+from collections.abc import Hashable
+from typing import Any, Protocol
 
 from django.db.models import QuerySet
 
+from beamweaver_core import statements
 from beamweaver_core.exceptions import BeamWeaverError
 from beamweaver_core.models import Run, Thread
 from beamweaver_core.users import User
@@ -29,6 +31,10 @@ class AccessPolicy(Protocol):
     def visible_threads(self, user: User) -> QuerySet[Thread]:
         """The threads `user` may see (and so address: read, answer; changing one is
         `change_refusal`'s to allow)."""
+
+    def visibility(self, user: User) -> Hashable | None:
+        """Everything `visible_threads(user)` depends on, as a key (for a statement
+        compiled once, `beamweaver_core.statements`); `None` when `user` sees no thread."""
 
     def may_start(self, user: User, graph: str) -> bool:
         """Whether `user` may start runs of the registered graph `graph`."""
@@ -79,16 +85,48 @@ def locked_if_visible(user: User, thread_id: str) -> Thread | None:
     of a question, written in the transaction that records the run's pause, which updates
     the thread's row first) waits for the lock or is seen, so this check, and any the
     caller makes next (who may change the thread), holds until the caller commits."""
-    found = Thread.objects.select_for_update().filter(id=thread_id).first()
-    if found is None or not access().visible_threads(user).filter(id=thread_id).exists():
+    lock = statements.compiled_model(
+        "locked thread",
+        lambda: Thread.objects.select_for_update().filter(id=THREAD_ID).order_by()[:1],
+        stand_ins=[THREAD_ID],
+    )
+    found = statements.models(lock, {THREAD_ID: thread_id}, prepared=True)
+    if not found or not sees(user, thread_id):
         return None
-    return found
+    return found[0]
+
+
+THREAD_ID = "bw-stand-in-thread-id"
+"""The thread id that statements naming one thread are compiled with (each call puts its
+own in its place: `beamweaver_core.statements.bound`)."""
+
+
+def sees(user: User, thread_id: str) -> bool:
+    """Whether `user` may see the thread: one statement, compiled once per visibility
+    (`AccessPolicy.visibility`) and prepared."""
+    key = access().visibility(user)
+    if key is None:
+        return False
+
+    def build() -> tuple[str, tuple[Any, ...]]:
+        visible = access().visible_threads(user).filter(id=THREAD_ID).order_by()
+        sql, params = visible.values("id")[:1].query.sql_with_params()
+        return sql, statements.stand_ins_taken(params, [THREAD_ID])
+
+    statement = statements.compiled(("sees thread", key), build)
+    return bool(
+        statements.fetch(
+            Thread.objects.db, statements.bound(statement, {THREAD_ID: thread_id}), prepared=True
+        )
+    )
 
 
 __all__ = [
+    "THREAD_ID",
     "AccessNotConfiguredError",
     "AccessPolicy",
     "access",
     "locked_if_visible",
     "register_access",
+    "sees",
 ]

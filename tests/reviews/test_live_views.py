@@ -82,7 +82,7 @@ def test_inboxes_of_one_view_with_different_notes_share_one_render() -> None:
 
 
 def test_a_push_counts_what_the_user_sees_now_after_joining_a_group(settings: Any) -> None:
-    """The push's statements are compiled once per visibility (`reviews.statements`):
+    """The push's statements are compiled once per visibility (`beamweaver_core.statements`):
     joining the policy's group between two pushes must change what is counted."""
     from django.contrib.auth.models import Group
 

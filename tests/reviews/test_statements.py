@@ -1,4 +1,4 @@
-"""Statements compiled once per process (`reviews.statements`)."""
+"""Statements compiled once per process (`beamweaver_core.statements`)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from django.contrib.auth.models import Group
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from reviews import roles, statements, token_check
+from beamweaver_core import statements
+from reviews import roles, token_check
 from reviews.models import ApiToken
 from tests.reviews.conftest import make_manager, make_reviewer
 
@@ -92,3 +93,19 @@ def test_without_prepared_statements_a_prepared_fetch_is_only_bound_on_the_serve
         assert statements.fetch(connection.alias, statement, prepared=True) == [(42,)]
     assert len(queries) == 2
     assert _prepared_on_this_connection("bw_unprepared") == []
+
+
+@pytest.mark.django_db
+def test_a_prepared_fetch_runs_through_the_connections_execute_wrappers() -> None:
+    """Instrumentation installed as an execute wrapper (a tracer, a test's counter) sees
+    prepared statements as it sees the ORM's."""
+    seen: list[tuple[str, Any]] = []
+
+    def wrapper(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+        seen.append((sql, params))
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(wrapper):
+        rows = statements.fetch(connection.alias, ("SELECT %s::int * 2", (21,)), prepared=True)
+    assert rows == [(42,)]
+    assert seen == [("SELECT %s::int * 2", (21,))]
