@@ -9,8 +9,9 @@ from django.apps import AppConfig
 from django.conf import settings
 from django.core import checks
 
+from beamweaver_core import ratelimit
 from beamweaver_core.accounts import mail_is_delivered
-from beamweaver_core.conf import as_written
+from beamweaver_core.conf import DEFAULTS, as_written
 from beamweaver_core.runtime.mcp_servers import config_problems
 
 
@@ -186,4 +187,28 @@ def check_webhook_settings(
                 id="beamweaver.E062",
             )
         )
+    return errors
+
+
+@checks.register()
+def check_rate_limits(
+    app_configs: Sequence[AppConfig] | None, **kwargs: object
+) -> list[checks.CheckMessage]:
+    """Every rate limit reads as "count/seconds" (an empty one is its default); a malformed
+    one would otherwise raise at each request or handshake it guards."""
+    errors: list[checks.CheckMessage] = []
+    for name in ratelimit.SETTINGS:
+        raw = as_written(name)
+        if not raw:
+            continue
+        try:
+            ratelimit.Limit.parse(raw)
+        except ValueError as exc:
+            errors.append(
+                checks.Error(
+                    f"BEAMWEAVER[{name!r}]: {exc}",
+                    hint=f"The default is {DEFAULTS[name]!r}.",
+                    id="beamweaver.E070",
+                )
+            )
     return errors

@@ -51,6 +51,7 @@ DEFAULTS: dict[str, Any] = {
     "LOGIN_LOCKOUT": "5/900",
     "RATE_RESETS": "10/3600",
     "RATE_RESET_MAILS": "3/3600",
+    "RATE_SOCKETS": "60/30",
     # How long a streamed HTTP response may wait for a client that takes nothing before
     # the server drops it (`beamweaver_core.backpressure`).
     "SEND_STALL_SECONDS": 60.0,

@@ -21,6 +21,9 @@
 - password-reset requests (`PasswordResetView`): `RATE_RESETS` per address (default 10 per
   hour) and `RATE_RESET_MAILS` per e-mail address (default 3 per hour, from any address),
   so nobody can flood a mailbox with reset mail.
+- live pages: each user may open `RATE_SOCKETS` websockets per window (default 60 per 30
+  seconds); beyond that the socket is closed with 4430 before its check
+  (`reviews.live.handshakes`, which calls `hit` itself).
 
 Counters are fixed windows in the default cache: Redis when `REDIS_URL` is set (shared by
 every web process), the local-memory cache otherwise. A cache that fails (Redis down or
@@ -54,6 +57,17 @@ from beamweaver_core.conf import conf
 logger = logging.getLogger(__name__)
 
 _PREFIX = "bw:rl"
+
+SETTINGS = (
+    "RATE_DECISIONS",
+    "RATE_LOGINS",
+    "LOGIN_LOCKOUT",
+    "RATE_RESETS",
+    "RATE_RESET_MAILS",
+    "RATE_SOCKETS",
+)
+"""The limits of `settings.BEAMWEAVER`, each "count/seconds" (`beamweaver.E070` reports a
+malformed one)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -273,6 +287,7 @@ class RateLimitMiddleware:
 _CHANGING = "beamweaver.password_change"
 
 __all__ = [
+    "SETTINGS",
     "Limit",
     "RateLimitMiddleware",
     "account_key",

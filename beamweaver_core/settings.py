@@ -290,13 +290,15 @@ BEAMWEAVER: dict[str, Any] = {
     # beamweaver_worker` processes run graphs. "auto": inline unless REDIS_URL is set.
     "WORKER_MODE": os.environ.get("BEAMWEAVER_WORKER_MODE", "auto"),
     # "count/seconds" (see beamweaver_core.ratelimit): decisions per reviewer, login POSTs
-    # per address, failed logins of one username from one address before a lockout, and
-    # password-reset requests per address and per e-mail address.
+    # per address, failed logins of one username from one address before a lockout,
+    # password-reset requests per address and per e-mail address, and live pages
+    # (websockets) each user opens.
     "RATE_DECISIONS": os.environ.get("BEAMWEAVER_RATE_DECISIONS", "20/10"),
     "RATE_LOGINS": os.environ.get("BEAMWEAVER_RATE_LOGINS", "30/60"),
     "LOGIN_LOCKOUT": os.environ.get("BEAMWEAVER_LOGIN_LOCKOUT", "5/900"),
     "RATE_RESETS": os.environ.get("BEAMWEAVER_RATE_RESETS", "10/3600"),
     "RATE_RESET_MAILS": os.environ.get("BEAMWEAVER_RATE_RESET_MAILS", "3/3600"),
+    "RATE_SOCKETS": os.environ.get("BEAMWEAVER_RATE_SOCKETS", "60/30"),
     "LEASE_SECONDS": float(os.environ.get("BEAMWEAVER_LEASE_SECONDS", "30")),
     "HEARTBEAT_SECONDS": float(os.environ.get("BEAMWEAVER_HEARTBEAT_SECONDS", "5")),
     "POLL_SECONDS": float(os.environ.get("BEAMWEAVER_POLL_SECONDS", "2")),

@@ -1,4 +1,5 @@
-"""Shared fixtures: the test graphs are registered for every test."""
+"""Shared fixtures: the test graphs are registered for every test; `fresh_counters` gives
+rate-limit tests empty counters and a clock of their own."""
 
 from __future__ import annotations
 
@@ -95,3 +96,19 @@ def _flush_retried_on_deadlock() -> Iterator[None]:
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(DatabaseOperations, "execute_sql_flush", retried)
         yield
+
+
+@pytest.fixture
+def fresh_counters(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[float]]:
+    """Empty rate-limit counters, and a clock that stands still at the start of a window (a
+    test crossing a window boundary would otherwise see its count reset midway); the list
+    holds the time, to move it."""
+    from django.core.cache import cache
+
+    from beamweaver_core import ratelimit
+
+    now = [1_000_000_020.0]
+    monkeypatch.setattr(ratelimit.time, "time", lambda: now[0])
+    cache.clear()
+    yield now
+    cache.clear()

@@ -33,8 +33,10 @@ def server_env(database_url: str, graphs: dict[str, str] | None = None) -> dict[
         "LOG_LEVEL": "WARNING",
         "BEAMWEAVER_LOG_LEVEL": "WARNING",
         # The workloads open up to thousands of sockets with one reviewer's session (as
-        # that many tabs); the per-user bound of a real site would refuse all but 50.
+        # that many tabs), at once and again after a restart; the per-user bounds of a
+        # real site would refuse all but 50, and all but 60 opened in 30 s.
         "BEAMWEAVER_LIVE_SOCKETS_PER_USER": "100000",
+        "BEAMWEAVER_RATE_SOCKETS": "1000000/10",
     }
 
 

@@ -1,6 +1,7 @@
-"""What every live page's consumer shares: authentication, re-checks, notes, the bound
-on each user's open sockets (`reviews.live.slots`), and ignoring what clients send (all
-but a presence ping, at most one per `PING_SECONDS`)."""
+"""What every live page's consumer shares: authentication, re-checks, notes, the bounds
+on how fast each user opens sockets (`reviews.live.handshakes`) and how many they hold
+open (`reviews.live.slots`), and ignoring what clients send (all but a presence ping, at
+most one per `PING_SECONDS`)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 
 from beamweaver_core.users import User
 from reviews import metrics, realtime
-from reviews.live import slots
+from reviews.live import handshakes, slots
 from reviews.live.rounds import SNAPSHOT, render_round, rounds
 from reviews.live.session import Recheck
 
@@ -49,6 +50,13 @@ CLOSE_TOO_MANY = 4429
 a close before accepting reaches a browser as 1006, which htmx's ws extension retries
 (its first retry within a second); after 4429 it does not retry, and the page script
 says why and tries again itself, slowly (`reviews/static/beamweaver/js/beamweaver.js`)."""
+CLOSE_TOO_FAST = 4430
+"""The close code of a socket refused because its user opened `BEAMWEAVER["RATE_SOCKETS"]`
+in the current window already (`reviews.live.handshakes`). Accepted first, for the reason
+4429 is, then sent one frame that is not HTML, `{"type": "retry", "seconds": n}` (the
+seconds left in the window: daphne drops a close's reason), then closed. The page script
+shows "Reconnecting…", as after any lost connection, and opens its next socket once those
+seconds are over, not before."""
 
 
 class LiveConsumer(AsyncWebsocketConsumer):
@@ -132,6 +140,12 @@ class LiveConsumer(AsyncWebsocketConsumer):
         # is refused by the check.
         user = getattr(self.scope.get("user"), "pk", None)
         if user is not None:
+            wait = await handshakes.too_soon(user)
+            if wait is not None:
+                await self.accept()
+                await self.send(text_data=json.dumps({"type": "retry", "seconds": wait}))
+                await self.close(code=CLOSE_TOO_FAST)
+                return
             if not slots.take(user):
                 await self.accept()
                 await self.close(code=CLOSE_TOO_MANY)

@@ -34,22 +34,6 @@ def _hostile_graphs(request: pytest.FixtureRequest) -> Iterator[None]:
 
 
 @pytest.fixture
-def fresh_counters(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[float]]:
-    """Empty rate-limit counters, and a clock that stands still at the start of a window (a
-    test crossing a window boundary would otherwise see its count reset midway); the list
-    holds the time, to move it."""
-    from django.core.cache import cache
-
-    from beamweaver_core import ratelimit
-
-    now = [1_000_000_020.0]
-    monkeypatch.setattr(ratelimit.time, "time", lambda: now[0])
-    cache.clear()
-    yield now
-    cache.clear()
-
-
-@pytest.fixture
 def effects_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A fresh file that the fake tools append their side effects to."""
     path = tmp_path / "effects.jsonl"

@@ -10,10 +10,12 @@ import pytest
 from django.core.cache import cache
 from django.test import Client
 
-from beamweaver_core import ratelimit
+from beamweaver_core import checks, ratelimit
+from beamweaver_core.conf import DEFAULTS
 from reviews.models import ApiToken, AuditEvent
 from tests.reliability.support import pause_agent
 from tests.reviews.conftest import PASSWORD, client_for, make_reviewer
+from tests.support.caches import BrokenCache
 
 pytestmark = pytest.mark.django_db
 
@@ -187,16 +189,6 @@ def test_one_address_cannot_try_many_usernames_quickly(db: Any) -> None:
     assert statuses[30:] == [429] * 5
 
 
-class BrokenCache:
-    """A cache whose every call fails, like Redis down."""
-
-    def __getattr__(self, name: str) -> Any:
-        def fail(*args: Any, **kwargs: Any) -> Any:
-            raise ConnectionError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
-
-        return fail
-
-
 def test_limits_fail_open_when_the_cache_fails(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -246,3 +238,27 @@ def test_the_limits_work_on_the_redis_cache_and_fail_open_fast_when_it_is_away(
 def test_a_malformed_limit_says_how_to_write_one(text: str) -> None:
     with pytest.raises(ValueError, match="rate limit"):
         ratelimit.Limit.parse(text)
+
+
+@pytest.mark.parametrize("name", ratelimit.SETTINGS)
+def test_a_malformed_limit_setting_is_a_system_check_error(settings: Any, name: str) -> None:
+    """It raised at each request (or live page's handshake) it guards instead."""
+    settings.BEAMWEAVER = {**settings.BEAMWEAVER, name: "fast"}
+
+    found = checks.check_rate_limits(None)
+
+    assert [(e.id, e.msg, e.hint) for e in found] == [
+        (
+            "beamweaver.E070",
+            f"BEAMWEAVER[{name!r}]: A rate limit looks like '20/10' (20 per 10 seconds), "
+            "got 'fast'.",
+            f"The default is {DEFAULTS[name]!r}.",
+        )
+    ]
+
+
+@pytest.mark.parametrize("value", [None, "", "1/1", "60/30"])
+def test_a_missing_empty_or_well_formed_limit_passes_the_check(settings: Any, value: Any) -> None:
+    settings.BEAMWEAVER = {**settings.BEAMWEAVER, **dict.fromkeys(ratelimit.SETTINGS, value)}
+
+    assert checks.check_rate_limits(None) == []

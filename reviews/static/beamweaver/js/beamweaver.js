@@ -1,8 +1,9 @@
 // BeamWeaver's small page script: keyboard navigation in the inbox, shortcuts on the item
 // page, folded menus and bars on a phone, the live-connection indicator (and a live page
-// paused because its user has too many open), the page title after live updates, and clear
-// messages when an htmx request fails (a 403 usually means the session changed in another
-// tab; a 403 the server marks as a review-policy refusal is shown in place instead).
+// paused because its user has too many open, or waiting because they opened pages too
+// fast), the page title after live updates, and clear messages when an htmx request
+// fails (a 403 usually means the session changed in another tab; a 403 the server marks
+// as a review-policy refusal is shown in place instead).
 // It never evaluates strings, never builds HTML from data, and is served from 'self'.
 (function () {
   "use strict";
@@ -98,6 +99,26 @@
       "Close some; this page reconnects by itself (until then it refreshes less often).");
     window.setTimeout(function () { socket.reconnect(); }, longest / 2 + Math.random() * longest / 2);
   }
+  // A socket refused because its user opened live pages faster than the server allows
+  // (close code 4430, reviews.live.base.CLOSE_TOO_FAST). Before closing, the server sends
+  // the one frame that is not HTML, {"type": "retry", "seconds": n}: the seconds left in
+  // its count's window. The page shows "Reconnecting…", as after any lost connection, and
+  // tries again once those seconds are over, at a random point of the 5 s after them so
+  // that one user's refused tabs do not all come back at once.
+  var TOO_FAST = 4430;
+  var retrySeconds = 0;
+  document.addEventListener("htmx:wsBeforeMessage", function (event) {
+    var message = event.detail.message;
+    if (typeof message !== "string" || message.charAt(0) !== "{") return;
+    event.preventDefault();
+    var frame = JSON.parse(message);
+    if (frame.type === "retry") retrySeconds = Number(frame.seconds) || 0;
+  });
+  function retryAfterWindow(socket) {
+    var wait = (retrySeconds + Math.random() * 5) * 1000;
+    retrySeconds = 0;
+    window.setTimeout(function () { socket.reconnect(); }, wait);
+  }
 
   // "Live" once the server's first message (its resync) arrived, not when the socket
   // opens: a socket refused after accepting (4429) said "Live" for an instant first.
@@ -121,6 +142,11 @@
     var code = close ? close.code : 1006;
     if (code === TOO_MANY) {
       pauseLive(event.detail.socketWrapper);
+      return;
+    }
+    if (code === TOO_FAST) {
+      setLive("closed", "Reconnecting…");
+      retryAfterWindow(event.detail.socketWrapper);
       return;
     }
     if (code === FORBIDDEN) {
