@@ -13,7 +13,7 @@ transaction. It validates and encodes everything first, so an unstorable value r
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 
 from beamweaver_core.checkpoint.encoding import (
     EncodedCheckpoint,
@@ -76,6 +76,15 @@ class Checkpointer(ABC):
         """Bytes the thread's checkpoints, blobs and records take in storage."""
 
     # Provided methods.
+
+    def load_heads(self, thread_ids: Collection[str]) -> dict[str, Checkpoint]:
+        """The latest checkpoint of each thread's root namespace, with its pending records,
+        by thread id (a thread with none is left out), as `load(thread_id)` gives it.
+
+        Here one `load` per thread; a backend overrides it to read them all at once (for
+        a listing of many threads)."""
+        heads = {thread_id: self.load(thread_id) for thread_id in dict.fromkeys(thread_ids)}
+        return {thread_id: head for thread_id, head in heads.items() if head is not None}
 
     def commit(
         self,

@@ -8,7 +8,7 @@ and an unstorable value fails in tests just as it would in production.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from beamweaver_core.checkpoint import task_writes
@@ -55,6 +55,17 @@ class MemoryCheckpointer(Checkpointer):
                     return None
                 row = found
             return self._decode(space, row)
+
+    def load_heads(self, thread_ids: Collection[str]) -> dict[str, Checkpoint]:
+        """Every head read under one hold of the lock: all as they were at one moment,
+        as Postgres reads them in one statement."""
+        with self._lock:
+            spaces = {thread_id: self._ns(thread_id, "") for thread_id in thread_ids}
+            return {
+                thread_id: self._decode(space, space.rows[-1])
+                for thread_id, space in spaces.items()
+                if space is not None and space.rows
+            }
 
     def _decode(self, space: _Namespace, row: EncodedCheckpoint) -> Checkpoint:
         blobs = space.blobs

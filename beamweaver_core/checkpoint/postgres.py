@@ -22,8 +22,9 @@ Same semantics as `MemoryCheckpointer`; what Postgres adds:
 - `load` is one statement: the checkpoint row with its records and every blob it needs
   aggregated in (lateral joins, each channel's blobs by their own index range, the range
   coming from the stored document), so loading a head is one round trip and one
-  read-only transaction, on one snapshot. `history` reads a page of rows, then the blobs
-  of the whole page at once. Read by id or in the history, a checkpoint comes with its
+  read-only transaction, on one snapshot. `load_heads` reads the heads of many threads
+  in one statement the same way, a row each. `history` reads a page of rows, then the
+  blobs of the whole page at once. Read by id or in the history, a checkpoint comes with its
   `results` (its tasks' writes, stored with the checkpoint their step produced: see
   `task_writes`), read in the same statements.
 - The head is always read from the database; its values are not decoded twice. A head
@@ -48,7 +49,7 @@ import dataclasses
 import json
 import logging
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -64,6 +65,7 @@ from beamweaver_core.checkpoint.postgres_rows import (
     FIELDS,
     Row,
     decode_fetched,
+    decode_head,
     decode_rows,
     group_blobs,
     parse_row,
@@ -75,6 +77,7 @@ from beamweaver_core.checkpoint.postgres_sql import (
     DELETE_THREAD,
     LATEST,
     LOAD_BY_ID,
+    LOAD_HEADS,
     LOAD_LATEST,
     LOAD_LATEST_KNOWN,
     SELECT_BLOBS,
@@ -261,6 +264,21 @@ class PostgresCheckpointer(Checkpointer):
             known_values.VALUES.put(key, leaves)
         values = {k: known_values.handout(v) for k, v in checkpoint.values.items()}
         return dataclasses.replace(checkpoint, values=values)
+
+    def load_heads(self, thread_ids: Collection[str]) -> dict[str, Checkpoint]:
+        """Every head in one statement (`LOAD_HEADS`: a row per thread with its records
+        and blobs, as `LOAD_LATEST` reads one), whatever the number of threads.
+
+        It neither asks nor fills `known_values`: each head is decoded whole from what the
+        statement read. A listing that showed a page of threads would otherwise push out
+        of it the heads this process runs, whose next load it is there to shorten."""
+        wanted = list(dict.fromkeys(thread_ids))
+        if not wanted:
+            return {}
+        with self._cursor() as cursor:
+            cursor.execute(LOAD_HEADS, {"threads": wanted, "ns": ""}, prepare=True)
+            fetched = cursor.fetchall()
+        return {row[FIELDS + 3]: decode_head(row, row[FIELDS + 3], "") for row in fetched}
 
     def history(
         self,

@@ -19,7 +19,9 @@ from beamweaver_core.checkpoint.known_values import KnownHead
 from beamweaver_core.checkpoint.types import Checkpoint, TaskRecord
 
 FIELDS = 12
-"""Columns of `postgres_sql.CHECKPOINT_FIELDS` (what `parse_row` takes)."""
+"""Columns of `postgres_sql.CHECKPOINT_FIELDS` (what `parse_row` takes); a one-checkpoint
+load's row then has its three blob arrays, and one more column (`LOAD_LATEST_KNOWN`:
+whether the anchor exists; `LOAD_HEADS`: the thread's id)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,11 +86,24 @@ def decode_fetched(
     values continuing `known` where the row says the anchor still exists), and what it
     leaves known. The checkpoint's values are the remembered objects themselves: hand
     out copies (`known_values.handout`)."""
-    row = parse_row(fetched[:FIELDS], thread_id, ns)
-    channels, versions, texts = fetched[FIELDS : FIELDS + 3]
-    blobs = group_blobs(zip(channels or (), versions or (), texts or (), strict=True))
+    row, blobs = _parsed(fetched, thread_id, ns)
     checkpoint = decode_rows([row], blobs, known.as_known() if known is not None else None)[0]
     return checkpoint, known_head(checkpoint, row.encoded.document, blobs, known)
+
+
+def decode_head(fetched: Sequence[Any], thread_id: str, ns: str) -> Checkpoint:
+    """The checkpoint of a row of `LOAD_HEADS`, decoded whole (nothing remembered)."""
+    row, blobs = _parsed(fetched, thread_id, ns)
+    return decode_rows([row], blobs)[0]
+
+
+def _parsed(
+    fetched: Sequence[Any], thread_id: str, ns: str
+) -> tuple[Row, dict[str, dict[int, str]]]:
+    """A one-checkpoint row: its fields parsed, its three blob arrays grouped."""
+    channels, versions, texts = fetched[FIELDS : FIELDS + 3]
+    blobs = group_blobs(zip(channels or (), versions or (), texts or (), strict=True))
+    return parse_row(fetched[:FIELDS], thread_id, ns), blobs
 
 
 def known_head(
@@ -147,6 +162,7 @@ __all__ = [
     "FIELDS",
     "Row",
     "decode_fetched",
+    "decode_head",
     "decode_rows",
     "group_blobs",
     "known_head",

@@ -5,8 +5,8 @@ checkpoints with the writes of the step that produced them, new blobs, upserted 
 as multi-row `VALUES`), its text cached per shape; a fenced write first locks the run row
 `FOR SHARE` and inserts nothing unless the run still holds its token. A load reads the
 checkpoint row with its records and every blob it needs in one statement (lateral
-joins); read by id, also its step child's writes and the blobs they point into. See
-`postgres.py` for why.
+joins); read by id, also its step child's writes and the blobs they point into; the heads
+of many threads, a row each, in one statement too. See `postgres.py` for why.
 """
 
 from __future__ import annotations
@@ -118,11 +118,15 @@ LIMIT %(limit)s
 """
 
 
-def _select_one(where: str, known: bool, child: bool) -> str:
+def _select_one(where: str, known: bool, child: bool, many: bool = False) -> str:
     """One checkpoint with its records and every blob it needs, in one statement (one
     round trip, one snapshot): the version range of each channel comes from the document
     itself. Each channel's blobs are read by their own index range (the `OFFSET 0` keeps
     the planner from joining every blob of the thread and filtering).
+
+    `many`: instead, the head of each thread of %(threads)s that has one (a probe of the
+    `(thread, ns, seq)` index, scanned backwards, per thread), each row ending with its
+    thread's id: a row per thread, still one statement whatever their number.
 
     `known`: for a process that remembers the values of checkpoint %(anchor)s
     (`known_values`): also say whether that checkpoint still exists and, if it does, read
@@ -161,14 +165,19 @@ def _select_one(where: str, known: bool, child: bool) -> str:
               AND blob.version = s.seq
             OFFSET 0
         ) held"""
-    return f"""
-SELECT {CHECKPOINT_FIELDS}, b.channels, b.versions, b.blobs{", a.ok" if known else ""}
-FROM (
+    thread = "wanted.thread_id" if many else "%(thread)s"
+    latest = f"""(
     SELECT * FROM bw_checkpoint
-    WHERE thread_id = %(thread)s AND ns = %(ns)s {where}
+    WHERE thread_id = {thread} AND ns = %(ns)s {where}
     ORDER BY seq DESC
     LIMIT 1
-) c
+) c"""
+    if many:
+        latest = f"unnest(%(threads)s::text[]) AS wanted(thread_id)\nCROSS JOIN LATERAL {latest}"
+    extra = ", a.ok" if known else ", c.thread_id" if many else ""
+    return f"""
+SELECT {CHECKPOINT_FIELDS}, b.channels, b.versions, b.blobs{extra}
+FROM {latest}
 {anchor}
 {RECORDS}
 {STEP_CHILD if child else NO_STEP_CHILD}
@@ -196,6 +205,7 @@ CROSS JOIN LATERAL (
 
 LOAD_LATEST = _select_one("", known=False, child=False)
 LOAD_LATEST_KNOWN = _select_one("", known=True, child=False)
+LOAD_HEADS = _select_one("", known=False, child=False, many=True)
 LOAD_BY_ID = _select_one("AND checkpoint_id = %(checkpoint_id)s", known=False, child=True)
 LATEST = SELECT_CHECKPOINTS.format(where="")
 BEFORE_ID = SELECT_CHECKPOINTS.format(
@@ -291,6 +301,7 @@ __all__ = [
     "DELETE_THREAD",
     "LATEST",
     "LOAD_BY_ID",
+    "LOAD_HEADS",
     "LOAD_LATEST",
     "LOAD_LATEST_KNOWN",
     "SELECT_BLOBS",

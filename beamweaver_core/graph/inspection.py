@@ -8,7 +8,7 @@ checkpoint the step produced once it completed), and the pending interrupts.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from beamweaver_core.checkpoint.base import Checkpointer
@@ -31,9 +31,51 @@ def state(
     """The thread's latest state (or that of the checkpoint `config` names)."""
     checkpoint_id = (config.get("configurable") or {}).get("checkpoint_id")
     cp = checkpointer.load(thread_id, "", checkpoint_id)
+    if cp is None and checkpoint_id is not None:
+        raise CheckpointNotFoundError(no_checkpoint(thread_id, checkpoint_id))
+    return loaded_state(graph, checkpointer, thread_id, cp, config, subgraphs)
+
+
+def latest_states(
+    graphs: Mapping[str, tuple[GraphDefinition, Checkpointer]],
+) -> dict[str, StateSnapshot]:
+    """Each thread's latest state as `state` gives it without `subgraphs`, by thread id
+    (`graphs`: each thread's graph and checkpointer), the heads of the threads on one
+    checkpointer read in one `load_heads`, whatever their number.
+
+    Nothing more is read: a snapshot without subgraphs reads nothing but its checkpoint.
+    Its pending writes are the head's `records`, loaded with it; its tasks' `results` are
+    empty, as `load` gives a head (they are kept by the checkpoint their step produced,
+    which a head has not got); a subgraph task's state is its config only."""
+    on: dict[Checkpointer, list[str]] = {}
+    for thread_id, (_, checkpointer) in graphs.items():
+        on.setdefault(checkpointer, []).append(thread_id)
+    heads: dict[str, Checkpoint] = {}
+    for checkpointer, thread_ids in on.items():
+        heads.update(checkpointer.load_heads(thread_ids))
+    return {
+        thread_id: loaded_state(
+            graph,
+            checkpointer,
+            thread_id,
+            heads.get(thread_id),
+            {"configurable": {"thread_id": thread_id}},
+            False,
+        )
+        for thread_id, (graph, checkpointer) in graphs.items()
+    }
+
+
+def loaded_state(
+    graph: GraphDefinition,
+    checkpointer: Checkpointer,
+    thread_id: str,
+    cp: Checkpoint | None,
+    config: Config,
+    subgraphs: bool,
+) -> StateSnapshot:
+    """The thread's state at `cp`, loaded already (`None`: the thread has no checkpoint)."""
     if cp is None:
-        if checkpoint_id is not None:
-            raise CheckpointNotFoundError(no_checkpoint(thread_id, checkpoint_id))
         return StateSnapshot(
             {},
             (),
@@ -129,4 +171,4 @@ def snapshot(
     )
 
 
-__all__ = ["history", "snapshot", "state"]
+__all__ = ["history", "latest_states", "loaded_state", "snapshot", "state"]

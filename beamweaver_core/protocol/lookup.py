@@ -5,7 +5,7 @@ latest run was given) and its state."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from django.db import connection
@@ -14,7 +14,7 @@ from django.db.models import Exists, OuterRef, QuerySet, Subquery
 from beamweaver_core import statements
 from beamweaver_core.checkpoint.postgres import PostgresCheckpointer
 from beamweaver_core.exceptions import CheckpointNotFoundError
-from beamweaver_core.graph.compiled import CompiledGraph
+from beamweaver_core.graph.compiled import CompiledGraph, latest_states
 from beamweaver_core.models import Run, Thread
 from beamweaver_core.protocol.auth import token_user
 from beamweaver_core.protocol.errors import ProtocolError, not_found
@@ -150,13 +150,14 @@ def protocol_record(run: Run) -> ProtocolRun | None:
         return None
 
 
-def graph(thread: Thread) -> CompiledGraph | None:
-    """The thread's graph on Postgres, with the breakpoints of its latest run (so a pause
-    at one of them reads as pending); `None` for a thread no graph has run on yet."""
+def graph(thread: Thread, checkpointer: PostgresCheckpointer | None = None) -> CompiledGraph | None:
+    """The thread's graph on Postgres (on `checkpointer`, or a new one), with the
+    breakpoints of its latest run (so a pause at one of them reads as pending); `None` for
+    a thread no graph has run on yet."""
     if not thread.graph:
         return None
     try:
-        compiled = registry.compiled_graph(thread.graph, PostgresCheckpointer())
+        compiled = registry.compiled_graph(thread.graph, checkpointer or PostgresCheckpointer())
     except registry.UnknownGraphError:
         return None
     if hasattr(thread, LATEST_OPTIONS):
@@ -199,6 +200,17 @@ def snapshot(
         return compiled.get_state(config, subgraphs=subgraphs)
     except CheckpointNotFoundError:
         raise not_found(f"Checkpoint {checkpoint_id!r}") from None
+
+
+def snapshots(found: Sequence[Thread]) -> list[StateSnapshot | None]:
+    """Each thread's state as `snapshot(thread)` gives it: its graph's latest state (each
+    thread's graph with its latest run's breakpoints, `graph`), `None` without a graph.
+    The graphs share one checkpointer, so the latest checkpoints of all the threads are
+    read in one statement (`compiled.latest_states`), however many there are."""
+    shared = PostgresCheckpointer()
+    graphs = {t.pk: compiled for t in found if (compiled := graph(t, shared)) is not None}
+    states = latest_states(graphs)
+    return [states.get(t.pk) for t in found]
 
 
 def busy(thread: Thread) -> bool:
@@ -258,6 +270,7 @@ __all__ = [
     "require_graph",
     "run",
     "snapshot",
+    "snapshots",
     "thread",
     "thread_again",
     "threads",

@@ -17,6 +17,7 @@ from beamweaver_core.protocol.deletion import delete_thread, kept_elsewhere
 from beamweaver_core.protocol.errors import ProtocolError
 from beamweaver_core.runtime import thread_ids
 from beamweaver_core.runtime.access import access
+from beamweaver_core.types import StateSnapshot
 
 SCAN_LIMIT = 1000
 """Threads read at most to match a `values` filter (values are not indexed)."""
@@ -32,25 +33,37 @@ _COPY = {
 
 
 def shown(thread: Thread) -> dict[str, Any]:
-    """The thread as `threads.get` shows it (`shown_all`)."""
-    return shown_all([thread])[0]
+    """The thread as `threads.get` shows it: its state read alone (`lookup.snapshot`), and
+    its latest run if it failed (a failed thread's error is its latest run's)."""
+    failed = (
+        lookup.latest_runs([thread.pk]).get(thread.pk)
+        if thread.status == Thread.Status.FAILED
+        else None
+    )
+    return _shown(thread, lookup.snapshot(thread), failed)
 
 
 def shown_all(threads: Iterable[Thread]) -> list[dict[str, Any]]:
-    """The threads as `threads.get` shows each. Read `lookup.with_busy` and
-    `lookup.with_latest_options`, they ask no more than their checkpoints and, in one
-    statement whatever their number, the latest runs of those that failed (a failed
-    thread's error is its latest run's)."""
+    """The threads as `shown` shows each. Read `lookup.with_busy` and
+    `lookup.with_latest_options`, they ask, whatever their number, one statement for
+    their checkpoints (`lookup.snapshots`) and one for the latest runs of those that
+    failed."""
     found = list(threads)
     failed = lookup.latest_runs([t.pk for t in found if t.status == Thread.Status.FAILED])
-    return [_shown(thread, failed.get(thread.pk)) for thread in found]
+    snapshots = lookup.snapshots(found)
+    return [
+        _shown(thread, snapshot, failed.get(thread.pk))
+        for thread, snapshot in zip(found, snapshots, strict=True)
+    ]
 
 
-def _shown(thread: Thread, failed_run: Run | None) -> dict[str, Any]:
+def _shown(
+    thread: Thread, snapshot: StateSnapshot | None, failed_run: Run | None
+) -> dict[str, Any]:
     error = representations.error_of(failed_run)
     return representations.thread(
         thread,
-        lookup.snapshot(thread),
+        snapshot,
         busy=lookup.busy(thread),
         error=error["message"] if error else None,
     )

@@ -17,7 +17,7 @@ import pytest
 from django.db import IntegrityError, OperationalError, connection, connections, transaction
 
 from beamweaver_core.checkpoint import MemoryCheckpointer, PostgresCheckpointer, known_values
-from beamweaver_core.checkpoint.postgres_sql import LATEST
+from beamweaver_core.checkpoint.postgres_sql import LATEST, LOAD_HEADS
 from beamweaver_core.checkpoint.types import Checkpoint, TaskRecord, TaskSpec
 from beamweaver_core.exceptions import StaleWriterError, ThreadBusyError
 from beamweaver_core.graph import END, START, Completed, Graph, Interrupted, interrupt
@@ -476,6 +476,51 @@ def test_history_finds_each_rows_step_child_by_one_index_probe(
     probe = next(i for i, line in enumerate(plan) if "on bw_checkpoint k" in line)
     assert "bw_checkpoint_one_per_seq" in plan[probe], plan
     assert "(seq = (c.seq + 1))" in plan[probe + 1], plan
+
+
+def test_the_heads_of_any_number_of_threads_are_read_in_one_statement(
+    checkpointer: PostgresCheckpointer,
+) -> None:
+    """One statement for one thread or six (each head with its records and blobs), and
+    none for no thread."""
+    threads = [f"heads-{i}-{uuid.uuid4().hex[:6]}" for i in range(6)]
+    for thread in threads:
+        chat_turns(checkpointer, thread, 2)
+    counts = []
+    for asked in ([], threads[:1], threads):
+        statements: list[str] = []
+        with recording_statements(statements):
+            heads = checkpointer.load_heads(asked)
+        assert [len(heads[t].values["messages"]) for t in asked] == [2] * len(asked)
+        counts.append(len(statements))
+    assert counts == [0, 1, 1]
+
+
+def test_the_heads_of_many_threads_are_found_by_one_index_probe_each(
+    checkpointer: PostgresCheckpointer,
+) -> None:
+    """`LOAD_HEADS` finds each thread's head by one backward probe of the (thread, ns,
+    seq) index, its records and its blobs by their own indexes: no table is read whole
+    for the threads asked."""
+    threads = [f"probe-{i}-{uuid.uuid4().hex[:6]}" for i in range(5)]
+    for thread in threads:
+        chat_turns(checkpointer, thread, 5)
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("ANALYZE bw_checkpoint")
+        cursor.execute("ANALYZE bw_checkpoint_blob")
+        # As the query-plan check does: a table this small is read whole whatever it has.
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        cursor.execute(f"EXPLAIN (ANALYZE, COSTS OFF) {LOAD_HEADS}", {"threads": threads, "ns": ""})
+        plan = [line for (line,) in cursor.fetchall()]
+    scans = [line.split("->")[-1].split("(actual")[0].strip() for line in plan if " on " in line]
+    assert scans == [
+        "Function Scan on unnest wanted",
+        "Index Scan Backward using bw_checkpoint_one_per_seq on bw_checkpoint",
+        "Index Scan using bw_checkpoint_write_unique on bw_checkpoint_write",
+        "Function Scan on jsonb_each_text v",
+        "Index Scan using bw_checkpoint_blob_unique on bw_checkpoint_blob blob",
+    ], plan
+    assert "loops=5" in next(line for line in plan if "bw_checkpoint_one_per_seq" in line)
 
 
 def test_each_os_thread_uses_its_own_connection(checkpointer: PostgresCheckpointer) -> None:

@@ -2,7 +2,8 @@
 run to its interrupt, resume it, read each outcome), so that CI catches a regression
 without timing anything (issue 15's round-trip benchmark is in `bench/`). Each limit is
 the count measured when the test was written, BEGIN and COMMIT included; the
-checkpointer's own reads go through its connection and are not counted here."""
+checkpointer's own reads go through its own cursors and are not in Django's log (the
+searches' are counted at the driver: `SEARCH_CHECKPOINT_READS`)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from django.test.utils import CaptureQueriesContext
 from beamweaver_core.protocol import waiting
 from tests.protocol.conftest import client_of, post
 from tests.reviews.conftest import run_next
+from tests.support.transactions import counting_transactions
 
 # Transactional: the hooks that run on commit run (and are counted) as on a server.
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("protocol_graphs")]
@@ -80,6 +82,13 @@ whether each is busy and its latest run's options, in one statement; the latest 
 those that failed, in one (none when none failed); each checkpoint is the checkpointer's
 read. It read each thread's busy state, latest run and options in statements of their
 own: 2 + 3 per thread."""
+SEARCH_CHECKPOINT_READS = 1
+"""`threads.search` and `threads.count`'s statements on the checkpointer's tables, whatever
+the number of threads shown: the latest checkpoint of every thread, with its pending
+writes and the blobs of its values, in one statement (`Checkpointer.load_heads`). These go
+through the checkpointer's own cursors, which Django's query log does not see: counted at
+the driver (`counting_transactions`). It read each thread's checkpoint in a statement of
+its own: 1 per thread with a graph (1 for a page of one, 6 for a page of six)."""
 RUN_LIST = 3
 """`runs.list`, whatever the page's size: the caller; the visible thread; its runs with
 their protocol records, in one statement. It read each run's record in a statement of
@@ -233,6 +242,34 @@ def test_a_thread_search_costs_the_same_statements_for_one_thread_or_several(
     failed = ("error", "the tool backend is down (api_key=[redacted])")
     assert search(1) == [failed]
     assert search(3) == [failed, ("interrupted", None), ("interrupted", None)]
+
+
+def test_a_thread_search_reads_the_checkpoints_of_one_thread_or_several_in_one_statement(
+    counted: Any,
+) -> None:
+    """The checkpointer's statements, counted at the driver: a page of one thread, a page
+    of six, a `values` filter that reads every thread it may match, and a count with one
+    all read their checkpoints in one statement."""
+    client, _ = counted
+    for graph in ("ask", "linear", "explode", "ask", "linear", "explode"):
+        thread = post(client, "/threads", {})["thread_id"]
+        post(client, f"/threads/{thread}/runs", {"assistant_id": graph, "input": {}})
+        run_next()
+
+    def checkpoint_reads(path: str, body: dict[str, Any]) -> tuple[Any, int]:
+        with counting_transactions() as sent:
+            answer = client.post(f"/lg/threads/{path}", body, content_type="application/json")
+        assert answer.status_code == 200, answer.content
+        return answer.json(), len([s for s in sent.statements if "bw_checkpoint" in s])
+
+    one, reads = checkpoint_reads("search", {"limit": 1})
+    assert (len(one), reads) == (1, SEARCH_CHECKPOINT_READS)
+    six, reads = checkpoint_reads("search", {"limit": 6})
+    assert (len(six), reads) == (6, SEARCH_CHECKPOINT_READS)
+    done = {"log": ["one", "two", "three"]}
+    matched, reads = checkpoint_reads("search", {"values": done})
+    assert ([t["values"] for t in matched], reads) == ([done, done], SEARCH_CHECKPOINT_READS)
+    assert checkpoint_reads("count", {"values": done}) == (2, SEARCH_CHECKPOINT_READS)
 
 
 def test_listing_a_threads_runs_costs_the_same_statements_for_one_run_or_several(

@@ -31,6 +31,15 @@ class Transactions:
         return len(self.autocommit) + len(self.commits)
 
     @property
+    def statements(self) -> list[str]:
+        """Every statement sent, on its own or in a transaction (committed or still open)."""
+        return [
+            *self.autocommit,
+            *(s for statements in self.commits for s in statements),
+            *self._open,
+        ]
+
+    @property
     def reads(self) -> list[str]:
         """Transactions that only read (autocommit SELECTs, commits of only SELECTs)."""
         reads = [s for s in self.autocommit if s.upper().startswith("SELECT")]

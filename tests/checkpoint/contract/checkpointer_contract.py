@@ -28,6 +28,7 @@ from beamweaver_core.exceptions import ThreadBusyError
 from beamweaver_core.graph import END, START, Command, Graph, Interrupt, Send, interrupt
 from beamweaver_core.messages import Message, ToolCall
 from tests.checkpoint.contract.finished_tasks import FinishedTasksContract
+from tests.checkpoint.contract.heads import HeadsContract
 from tests.checkpoint.contract.task_results import TaskResultsContract
 
 
@@ -65,9 +66,9 @@ def cfg(thread_id: str, **extra: Any) -> dict[str, Any]:
     return {"configurable": {"thread_id": thread_id, **extra}}
 
 
-class CheckpointerContract(FinishedTasksContract, TaskResultsContract):
-    """Behaviour every `Checkpointer` must have (with `FinishedTasksContract` and
-    `TaskResultsContract`)."""
+class CheckpointerContract(FinishedTasksContract, TaskResultsContract, HeadsContract):
+    """Behaviour every `Checkpointer` must have (with `FinishedTasksContract`,
+    `TaskResultsContract` and `HeadsContract`)."""
 
     @pytest.fixture
     def checkpointer(self) -> Checkpointer:  # pragma: no cover - provided by subclasses
