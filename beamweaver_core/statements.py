@@ -16,6 +16,7 @@ the inbox's filters could give up a partial index, so those are planned every ti
 from __future__ import annotations
 
 import functools
+import threading
 import time
 import uuid
 from collections import OrderedDict
@@ -46,15 +47,24 @@ def compiled(
     return found
 
 
+_LOCK = threading.Lock()
+"""Held while the cache is read or changed: request threads share it, and one thread's
+eviction between another's read and its `move_to_end` raised `KeyError` (a build runs
+outside it; two threads that build one key at once keep the later)."""
+
+
 def _cached(key: Hashable, build: Callable[[], Any]) -> Any:
-    found = _COMPILED.get(key)
-    if found is None:
-        found = _COMPILED[key] = build()
+    with _LOCK:
+        found = _COMPILED.get(key)
+        if found is not None:
+            _COMPILED.move_to_end(key)
+            return found
+    built = build()
+    with _LOCK:
+        _COMPILED[key] = built
         while len(_COMPILED) > CACHED:
             _COMPILED.popitem(last=False)
-    else:
-        _COMPILED.move_to_end(key)
-    return found
+    return built
 
 
 def stand_ins_taken(params: Collection[Any], stand_ins: Collection[Any]) -> tuple[Any, ...]:

@@ -13,7 +13,9 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import Any, Protocol
 
+from django.db import connection
 from django.db.models import QuerySet
+from django.db.transaction import TransactionManagementError
 
 from beamweaver_core import statements
 from beamweaver_core.exceptions import BeamWeaverError
@@ -85,6 +87,10 @@ def locked_if_visible(user: User, thread_id: str) -> Thread | None:
     of a question, written in the transaction that records the run's pause, which updates
     the thread's row first) waits for the lock or is seen, so this check, and any the
     caller makes next (who may change the thread), holds until the caller commits."""
+    if connection.get_autocommit():  # as Django's select_for_update says it, compiled or not
+        raise TransactionManagementError(
+            "select_for_update cannot be used outside of a transaction."
+        )
     lock = statements.compiled_model(
         "locked thread",
         lambda: Thread.objects.select_for_update().filter(id=THREAD_ID).order_by()[:1],

@@ -13,6 +13,7 @@ import pytest
 from django.contrib.auth.models import Group, User
 from django.db import connection, transaction
 from django.db.models import QuerySet
+from django.db.transaction import TransactionManagementError
 
 from beamweaver_core import statements
 from beamweaver_core.models import Run, Thread
@@ -134,6 +135,19 @@ def test_the_locked_lookup_locks_only_what_its_caller_sees() -> None:
                 "AND pid = pg_backend_pid()"
             )
             assert cursor.fetchone() == (1,)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_locked_lookup_refuses_to_run_outside_a_transaction() -> None:
+    """Where its lock would end with its statement: as Django refuses `select_for_update`
+    there, also once the statement is compiled."""
+    _thread("open")
+    rita = make_reviewer("rita")
+    with transaction.atomic():
+        assert locked_if_visible(_fresh(rita), "open") is not None  # compiled
+    for _ in range(2):
+        with pytest.raises(TransactionManagementError):
+            locked_if_visible(_fresh(rita), "open")
 
 
 def test_a_waits_run_is_read_as_it_is_now() -> None:

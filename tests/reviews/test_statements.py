@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+import threading
 from typing import Any
 
 import pytest
@@ -109,3 +111,39 @@ def test_a_prepared_fetch_runs_through_the_connections_execute_wrappers() -> Non
         rows = statements.fetch(connection.alias, ("SELECT %s::int * 2", (21,)), prepared=True)
     assert rows == [(42,)]
     assert seen == [("SELECT %s::int * 2", (21,))]
+
+
+def test_a_statement_read_while_another_thread_evicts_it_is_still_read(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Request threads share the cache: one thread's eviction between another's read and
+    its `move_to_end` raised `KeyError` there (within a few thousand reads here)."""
+    monkeypatch.setattr(statements, "CACHED", 1)
+    monkeypatch.setattr(statements, "_COMPILED", type(statements._COMPILED)())
+    errors: list[BaseException] = []
+    stop = threading.Event()
+
+    def read() -> None:
+        try:
+            for _ in range(100_000):
+                assert statements.compiled("read", lambda: ("SELECT 1", ())) == ("SELECT 1", ())
+        except BaseException as error:  # reported below
+            errors.append(error)
+
+    def evict() -> None:
+        n = 0
+        while not stop.is_set():
+            n += 1
+            statements.compiled(("evict", n), lambda: ("SELECT 2", ()))
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as the interpreter can
+    try:
+        evicting = threading.Thread(target=evict)
+        evicting.start()
+        read()
+    finally:
+        stop.set()
+        evicting.join()
+        sys.setswitchinterval(interval)
+    assert errors == []
