@@ -33,7 +33,9 @@ M = TypeVar("M", bound=Model)
 CACHED = 512
 """Statements kept (the least recently used goes first)."""
 
-_COMPILED: OrderedDict[Hashable, tuple[str, tuple[Any, ...]]] = OrderedDict()
+_COMPILED: OrderedDict[Hashable, Any] = OrderedDict()
+"""Compiled statements by key: `(sql, params)` of `compiled`, `ModelStatement`s of
+`compiled_model`."""
 
 
 def compiled(
