@@ -159,7 +159,7 @@ def reassign(item_id: int, user: User, username: str) -> Outcome:
         _record(
             item, user, AuditEvent.Action.REASSIGNED, f"Reassigned from {before} to {username}."
         )
-        notify(NotificationEvent.ASSIGNED, item)
+        notify(NotificationEvent.ASSIGNED, item, actor=user)
         return Outcome(Code.REASSIGNED, f"Assigned to {username}.", item)
 
 

@@ -342,7 +342,7 @@ def _accept(
         note=request.note,
     )
     realtime.announce(realtime.DECIDED, item.pk, item.thread_id)
-    notify(NotificationEvent.DECIDED, item)
+    notify(NotificationEvent.DECIDED, item, actor=request.user)
     return DecisionOutcome(
         Code.ACCEPTED,
         f"Decision recorded ({summary}); the run resumes.",

@@ -16,11 +16,16 @@ from reviews.permissions import policy_allows
 from reviews.roles import reviewer_list
 
 
-def audience(event: str, item: ReviewItem) -> list[User]:
-    """The users an event concerns (each may see the item), read in one statement; none,
-    and nothing read, for an event addressed to the users the item names when it names
-    none (a decision on an item nobody held, was assigned or requested)."""
+def audience(event: str, item: ReviewItem, actor: User | None = None) -> list[User]:
+    """The users an event concerns (each may see the item), read in one statement, less
+    `actor`, the user whose act the event reports (who decided, who assigned): nobody is
+    told of what they just did. None, and nothing read, for an event addressed to the
+    users the item names when it names none but the actor (a decision on an item nobody
+    else held, was assigned or requested)."""
+    actor_id = getattr(actor, "pk", None)
     named = _named(event, item)
+    if named is not None:
+        named = [pk for pk in named if pk != actor_id]
     if named is not None and not any(named):
         return []
     reviewers = reviewer_list()
@@ -31,7 +36,7 @@ def audience(event: str, item: ReviewItem) -> list[User]:
         chosen = [u for u in reviewers if item.escalation_group_id in permissions.group_ids(u)]
     else:
         chosen = [u for u in reviewers if policy_allows(u, item)]
-    unique = {u.pk: u for u in chosen if u is not None}
+    unique = {u.pk: u for u in chosen if u is not None and u.pk != actor_id}
     # Every user here is one of `reviewers()`, which read their groups and whether they
     # manage: the policy decides, without asking each user's permissions again.
     return [
@@ -84,12 +89,12 @@ class _Audience(Sequence[User]):
     addresses no user (the webhooks) reads no reviewer, so with no channel that does,
     the event reads none."""
 
-    def __init__(self, event: str, item: ReviewItem) -> None:
-        self._event, self._item = event, item
+    def __init__(self, event: str, item: ReviewItem, actor: User | None) -> None:
+        self._event, self._item, self._actor = event, item, actor
 
     @functools.cached_property
     def _users(self) -> list[User]:
-        return audience(self._event, self._item)
+        return audience(self._event, self._item, self._actor)
 
     @overload
     def __getitem__(self, index: int) -> User: ...
@@ -104,10 +109,12 @@ class _Audience(Sequence[User]):
         return len(self._users)
 
 
-def notify(event: str, item: ReviewItem) -> int:
+def notify(event: str, item: ReviewItem, actor: User | None = None) -> int:
     """Queue `event` about `item` on every channel (in the current transaction); returns
-    how many messages were queued."""
-    users = _Audience(event, item)
+    how many messages were queued. `actor`, the user whose act this is, hears nothing of
+    it from the channels that address reviewers; the webhooks, addressed to the operator's
+    endpoints, still carry it."""
+    users = _Audience(event, item, actor)
     body = payload(event, item)
     queued = 0
     for name, channel in channels.configured().items():

@@ -38,16 +38,17 @@ work on it: none here; asked under the lock, which a pause that hides the thread
 first), the thread's upsert (which adds the assistant's metadata keys it lacks), its
 queued runs, the run and its protocol record. The answer shows the record just stored,
 without reading it again."""
-RUN_RESUME = 22
+RUN_RESUME = 21
 """The caller; the visible thread with whether it is busy and its latest run's options
 (the graph's breakpoints, for its pending interrupts), in one statement; then one
 transaction: the decision service (the item with the run it paused on; the run, its
 thread's queued run, its thread, then the item among those the caller sees, locked in
 `runtime.locks`' order; the queued run and the thread locked again, its latest run's
 context and options, the resume run, the decision naming it in one insert, the item's
-status, the audit row, the DECIDED notification's audience (the run's requester, the
-caller here, is named, so it is read); no replayed decision or
-approval is looked up for the answer's own new id) and the resume run's protocol record;
+status, the audit row; the DECIDED notification names only the run's requester, who is
+the caller here and is not told of their own decision, so no audience is read (it was: 22);
+no replayed decision or approval is looked up for the answer's own new id) and the resume
+run's protocol record;
 after the commit, that record as stored. The answer service and `resume_thread` open no
 savepoint of their own (the decision service's two stay), and the resume run comes back
 from the decision service rather than being read again."""
@@ -151,7 +152,7 @@ def test_a_protocol_hitl_round_trip_costs_a_bounded_number_of_statements(counted
     assert done == {"answer": "yes", "log": ["finish"]}
 
 
-ROUND_TRIP = 79
+ROUND_TRIP = 78
 """Every statement of one durable HITL round trip as a server serves it: the requests
 above (create, start, join, resume, join; the start locks the thread and reads its
 latest run, to know whether the caller may start work on it) and the worker's two runs
@@ -159,7 +160,8 @@ latest run, to know whether the caller may start work on it) and the worker's tw
 (the outcome with its thread's status in one statement) with the pause's review item,
 audit row and notification audience, or the end's pending items; run webhooks are off
 here, so no outcome looks one up), BEGIN and COMMIT included; the checkpointer's own
-statements are not in Django's log, its commits are."""
+statements are not in Django's log, its commits are. It was 79 while the decision's
+maker was read as its notification's audience."""
 ROUND_TRIP_COMMITS = 10
 """The round trip's commits: the thread; the start; each run's claim, its steps (one
 each: the pause, the resume and the last node) and its outcome; the decision with its

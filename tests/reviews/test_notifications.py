@@ -20,13 +20,16 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from reviews import checks
+from reviews.claims import claim, reassign
 from reviews.models import NotificationPreference, OutboxMessage
 from reviews.notifications import notify, outbox
 from reviews.notifications.dispatch import audience
 from reviews.notifications.webhooks import sign, verify_signature
+from reviews.outcomes import Code
 from tests.reviews.conftest import (
     approve_as,
     client_for,
+    make_manager,
     make_reviewer,
     pause,
     use_policies,
@@ -352,6 +355,46 @@ def test_a_decision_is_emailed_to_whoever_requested_the_run() -> None:
 
     decided = OutboxMessage.objects.get(event="review.decided")
     assert (decided.channel, decided.target) == ("email", "rita@example.com")
+
+
+def test_whoever_decides_is_not_told_of_their_own_decision() -> None:
+    """The holder who decides hears nothing of it; the requester still does. Before the
+    actor was left out, dora, holding the item, was emailed about her own decision."""
+    rita = make_reviewer("rita", email="rita@example.com")
+    dora = make_reviewer("dora", email="dora@example.com")
+    for user in (rita, dora):
+        NotificationPreference.objects.create(user=user, email_events=["review.decided"])
+    item = pause(user=rita)
+    assert claim(item.pk, dora).code == Code.CLAIM_TAKEN
+
+    approve_as(dora, item)
+
+    targets = OutboxMessage.objects.filter(event="review.decided").values_list("target")
+    assert list(targets) == [("rita@example.com",)]
+
+
+def test_a_requester_answering_their_own_question_reads_no_reviewer() -> None:
+    """An item naming only the one who decides it has no audience, and none is read."""
+    rita = make_reviewer("rita", email="rita@example.com")
+    NotificationPreference.objects.create(user=rita, email_events=["review.decided"])
+    item = pause(user=rita)
+
+    with CaptureQueriesContext(connection) as reads:
+        assert audience("review.decided", item, actor=rita) == []
+
+    assert reads.captured_queries == []
+
+
+def test_a_manager_assigning_an_item_to_themselves_is_not_told_of_it() -> None:
+    boss = make_manager("boss")
+    boss.email = "boss@example.com"
+    boss.save(update_fields=["email"])
+    NotificationPreference.objects.create(user=boss, email_events=["review.assigned"])
+    item = pause()
+
+    assert reassign(item.pk, boss, "boss").code == Code.REASSIGNED
+
+    assert not OutboxMessage.objects.filter(event="review.assigned").exists()
 
 
 def test_a_decision_nobody_requested_held_or_was_assigned_reads_no_reviewer() -> None:
