@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -64,6 +65,7 @@ class CheckpointStager:
         self.seq = 0
         self.checkpoints: list[NewCheckpoint] = []
         self.records: list[tuple[str, str, TaskRecord]] = []
+        self._lock = threading.Lock()
 
     def checkpoint(
         self,
@@ -128,9 +130,10 @@ class CheckpointStager:
             chains=chains,
         )
         changed = frozenset(appended) if parent is not None else frozenset(values)
-        self.checkpoints.append(
-            NewCheckpoint(checkpoint, changed=changed, deltas=deltas, writes=writes or {})
-        )
+        with self._lock:
+            self.checkpoints.append(
+                NewCheckpoint(checkpoint, changed=changed, deltas=deltas, writes=writes or {})
+            )
         return checkpoint
 
     def fork(self, base: Checkpoint, metadata: dict[str, Any]) -> Checkpoint:
@@ -153,17 +156,22 @@ class CheckpointStager:
             chains=dict(base.chains),
         )
         self.seq = fork.seq
-        self.checkpoints.append(NewCheckpoint(fork, changed=frozenset(base.versions)))
+        with self._lock:
+            self.checkpoints.append(NewCheckpoint(fork, changed=frozenset(base.versions)))
         return fork
 
     def record(self, checkpoint_id: str, task: str, record: TaskRecord) -> None:
         """Stage a pending record of task `task` of the step after `checkpoint_id`."""
-        self.records.append((checkpoint_id, task, record))
+        with self._lock:
+            self.records.append((checkpoint_id, task, record))
 
     def flush(self) -> tuple[list[NewCheckpoint], list[tuple[str, str, TaskRecord]]]:
-        """Take what must be committed now (one transaction)."""
-        staged, records = self.checkpoints, self.records
-        self.checkpoints, self.records = [], []
+        """Take what must be committed now (one transaction). Under a lock: a subgraph's
+        commit may flush its parent's staging while the parent's thread records a task
+        that finished (`StepLoop.commit`)."""
+        with self._lock:
+            staged, records = self.checkpoints, self.records
+            self.checkpoints, self.records = [], []
         return staged, records
 
 

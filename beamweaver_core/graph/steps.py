@@ -15,9 +15,9 @@ input, a resume, a fork, `update_state`) is `loop.RunLoop`'s part.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from beamweaver_core.checkpoint.types import (
@@ -148,6 +148,7 @@ class StepLoop:
         self.step = -1
         self.current: Checkpoint | None = None
         self.staging = CheckpointStager(self.thread_id, self.ns)
+        self._committing = threading.Lock()
         self.steps_run = 0
         self.breakpoint_passed = False
         self.saved: set[str] = set()
@@ -387,22 +388,31 @@ class StepLoop:
     # -- ending -----------------------------------------------------------------------
 
     def commit(self) -> None:
-        """Save what was staged (one transaction of the checkpointer)."""
-        staged, records = self.staging.flush()
-        if self.checkpointer is not None and (staged or records):
-            assert self.thread_id is not None
-            self.checkpointer.commit(self.thread_id, self.ns, staged, records)
+        """Save what was staged (one transaction of the checkpointer), after the
+        checkpoints the runs this one is nested in staged and did not save yet.
+
+        A run's input checkpoint rides with its first step's commit; a subgraph in that
+        step commits its own checkpoints before the step ends. Saved first, they named a
+        parent checkpoint not stored yet, and on a worker carried the run's stored events,
+        so a live stream read the run's start with no checkpoint of the run to show. So a
+        nested run's commit first commits its parents' staged checkpoints: one commit more,
+        only for a run whose first step holds a subgraph. Commits of one run are
+        serialized (a parent's own commit may race a subgraph's on another thread)."""
+        outer = self.parent.run if self.parent is not None else None
+        if outer is not None and outer.staging.checkpoints:
+            outer.commit()
+        with self._committing:
+            staged, records = self.staging.flush()
+            if self.checkpointer is not None and (staged or records):
+                assert self.thread_id is not None
+                self.checkpointer.commit(self.thread_id, self.ns, staged, records)
 
     async def acommit(self) -> None:
-        """`commit`, awaited."""
-        staged, records = self.staging.flush()
-        if self.checkpointer is not None and (staged or records):
-            assert self.thread_id is not None
-            commit = partial(self.checkpointer.commit, self.thread_id, self.ns, staged, records)
-            if self.checkpointer.blocking:
-                await in_thread(commit)
-            else:
-                commit()
+        """`commit`, awaited (on a thread for a blocking checkpointer)."""
+        if self.checkpointer is not None and self.checkpointer.blocking:
+            await in_thread(self.commit)
+        else:
+            self.commit()
 
     def finished_conflict(self) -> tuple[str, list[str]] | None:
         """A key without a reducer that finished tasks of the open step wrote twice (the
