@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from beamweaver_core.protocol import shapes
+from beamweaver_core.protocol import representations, shapes
 from beamweaver_core.runtime.events import LIVE_ONLY
 
 Frame = tuple[str, Any]
@@ -82,9 +82,10 @@ class Deltas:
         message_id = str(data.get("message_id") or "")
         if message_id in self.closed:
             return []  # it came after its stored step: the reply was sent whole
-        ns = shapes.namespace(str(record.get("ns") or ""))
+        ns = representations.namespace(str(record.get("ns") or ""))
         suffix = f"|{ns}" if ns and self.subgraphs else ""
-        meta = {**self.meta, "langgraph_node": record.get("node"), "langgraph_checkpoint_ns": ns}
+        node = record.get("node")
+        meta = shapes.message_metadata(self.meta, node if isinstance(node, str) else None, ns)
         piece = shapes.chunk(message_id, data)
         first = message_id not in self.partial
         self.partial[message_id] = self.partial.get(message_id, "") + piece["content"]

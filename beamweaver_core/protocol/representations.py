@@ -43,6 +43,16 @@ def thread_status(thread: Thread, busy: bool) -> str:
     return THREAD_STATUS.get(thread.status, "idle")
 
 
+TASK_PATH_KINDS = {"pull": "__pregel_pull", "push": "__pregel_push"}
+"""The first segment of our task paths as LangGraph's (its `PULL` and `PUSH`)."""
+
+
+def namespace(ns: str) -> str:
+    """Our checkpoint namespace (`node:task|graph|node:task|graph`) as LangGraph's
+    (`node:task|node:task`): the segments naming a task."""
+    return "|".join(part for part in ns.split("|") if ":" in part)
+
+
 def asked(interrupts: tuple[Interrupt, ...]) -> list[Interrupt]:
     """The questions among a state's interrupts: static breakpoints are not shown as
     interrupts (as on LangGraph's server, where a run continues past them with no input)."""
@@ -87,7 +97,7 @@ def checkpoint(config: dict[str, Any] | None) -> dict[str, Any] | None:
         return None
     return {
         "thread_id": configurable.get("thread_id"),
-        "checkpoint_ns": configurable.get("checkpoint_ns", ""),
+        "checkpoint_ns": namespace(configurable.get("checkpoint_ns", "")),
         "checkpoint_id": configurable["checkpoint_id"],
     }
 
@@ -119,18 +129,26 @@ def state(snapshot: StateSnapshot) -> dict[str, Any]:
 
 def _task(task: TaskInfo) -> dict[str, Any]:
     child = task.state
+    kind, *rest = task.path
     return {
         "id": task.id,
         "name": task.name,
-        "path": wire(list(task.path)),
+        "path": wire([TASK_PATH_KINDS.get(kind, kind), *rest]),
         # The error a node, tool or model raised: its text is theirs (cut to length when
         # it was stored), shown as LangGraph's server shows it, credentials withheld.
         "error": redact_text(task.error) if task.error is not None else None,
         "interrupts": [interrupt(i) for i in asked(task.interrupts)],
-        "checkpoint": child.get("configurable") if isinstance(child, dict) else None,
+        "checkpoint": _child_checkpoint(child) if isinstance(child, dict) else None,
         "state": state(child) if isinstance(child, StateSnapshot) else None,
         "result": wire(task.result) if task.result is not None else None,
     }
+
+
+def _child_checkpoint(config: dict[str, Any]) -> dict[str, Any]:
+    """Where a task's subgraph keeps its state (`{"thread_id", "checkpoint_ns"}`)."""
+    configurable = dict(config.get("configurable") or {})
+    configurable["checkpoint_ns"] = namespace(configurable.get("checkpoint_ns", ""))
+    return configurable
 
 
 def run(run: Run, record: ProtocolRun | None) -> dict[str, Any]:
@@ -162,10 +180,12 @@ def error_of(run: Run | None) -> dict[str, str] | None:
 
 __all__ = [
     "RUN_STATUS",
+    "TASK_PATH_KINDS",
     "THREAD_STATUS",
     "asked",
     "checkpoint",
     "error_of",
+    "namespace",
     "run",
     "state",
     "thread",

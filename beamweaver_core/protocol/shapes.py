@@ -12,12 +12,6 @@ from beamweaver_core.protocol.values import interrupt, state_values, wire
 from beamweaver_core.types import StateSnapshot
 
 
-def namespace(ns: str) -> str:
-    """Our checkpoint namespace (`node:task|graph|node:task|graph`) as LangGraph's
-    (`node:task|node:task`): the segments naming a task."""
-    return "|".join(part for part in ns.split("|") if ":" in part)
-
-
 def checkpoint_payload(snapshot: StateSnapshot) -> dict[str, Any]:
     """A `checkpoints` event: the checkpoint's config, values, metadata, next and tasks."""
     return {
@@ -64,6 +58,18 @@ def task_result(
         "result": update or {},
         "interrupts": interrupts,
     }
+
+
+def message_metadata(
+    meta: Mapping[str, Any], node: str | None, ns: str, step: int | None = None
+) -> dict[str, Any]:
+    """The metadata of a streamed message (`messages-tuple`, `messages/metadata`): the
+    run's, the node that wrote it (`langgraph_node`, what chat UIs filter on), its
+    subgraph's namespace, and its step when known."""
+    found: dict[str, Any] = {**meta, "langgraph_node": node, "langgraph_checkpoint_ns": ns}
+    if step is not None:
+        found["langgraph_step"] = step
+    return found
 
 
 def chunk(message_id: str, data: Mapping[str, Any]) -> dict[str, Any]:
@@ -114,7 +120,7 @@ __all__ = [
     "chunk",
     "debug",
     "event",
-    "namespace",
+    "message_metadata",
     "task_result",
     "task_start",
 ]

@@ -74,6 +74,8 @@ class Translator:
         self.messages = 0
         self.appended = 0
         """Messages the step's nodes finished so far added after the state's `messages`."""
+        self.writers: dict[int, str] = {}
+        """The node that added each message, by its place in the state's `messages`."""
         self.step = 0
         self.asked: dict[str, Any] | None = None
         self.meta = {
@@ -162,7 +164,10 @@ class Translator:
         update = self._update(data, self.messages + self.appended) if shown else None
         if isinstance(data.get("update"), Mapping):
             added = data["update"].get("messages")
-            self.appended += len(added) if isinstance(added, list) else 0
+            count = len(added) if isinstance(added, list) else 0
+            start = self.messages + self.appended
+            self.writers.update(dict.fromkeys(range(start, start + count), row.node))
+            self.appended += count
         if done and "updates" in self.modes:
             frames.append(("updates", {row.node: update}))
         if self.modes & {"tasks", "debug"}:
@@ -240,7 +245,7 @@ class Translator:
         """A subgraph's event: updates, tasks and custom events under `mode|ns`."""
         if not self.subgraphs:
             return []
-        ns = shapes.namespace(row.ns)
+        ns = representations.namespace(row.ns)
         if row.event not in ENGINE_EVENTS:
             return self._custom(row, row.data, ns)
         frames: list[Frame] = []
@@ -270,12 +275,13 @@ class Translator:
         if not wanted or not isinstance(found, list):
             return []
         frames: list[Frame] = []
-        meta = {**self.meta, "langgraph_step": self._step(), "langgraph_checkpoint_ns": ""}
         for position in range(before, len(found)):
             message = found[position]
             wire = self._message(message, position)
             if wire is None or (wire["type"] == "ai" and self.deltas.sent_whole(wire["content"])):
                 continue  # this stream got it token by token already (all of it)
+            node = self.writers.get(position)
+            meta = shapes.message_metadata(self.meta, node, "", self._step())
             if "messages-tuple" in wanted:
                 frames.append(("messages", [wire, meta]))
             if "messages" in wanted:

@@ -8,6 +8,7 @@ import operator
 from typing import Any
 
 from beamweaver_core.agent import Agent, Message, ToolCall, tool
+from beamweaver_core.agent.state import append_messages
 from beamweaver_core.graph import START, Graph, interrupt
 from beamweaver_core.llm import ScriptedChatModel
 from bench.live.protocol_graphs import ask_node
@@ -24,6 +25,7 @@ PROTOCOL_GRAPHS = {
     "configured": "tests.protocol.graphs:configured",
     "nested_ask": "tests.protocol.graphs:nested_ask",
     "greeter": "tests.protocol.graphs:greeter",
+    "reply": "tests.protocol.graphs:reply",
 }
 
 
@@ -152,5 +154,19 @@ greeter = (
     .add_node("start", _step("start"))
     .add_node("greet", _greet)
     .add_edge(START, "start")
+    .compile()
+)
+
+
+def _reply(state: dict[str, Any]) -> dict[str, Any]:
+    """Answers with a message of its own, no model: what a node that builds one returns."""
+    return {"messages": [{"role": "assistant", "content": "hi", "metadata": {"id": "reply-1"}}]}
+
+
+reply = (
+    Graph(name="reply")
+    .add_reducer("messages", append_messages)
+    .add_node("reply", _reply)
+    .add_edge(START, "reply")
     .compile()
 )

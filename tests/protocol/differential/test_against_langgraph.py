@@ -7,97 +7,26 @@ Where the two answer differently, the test asserts what is right and says why: e
 LangGraph's server is wrong, or BeamWeaver differs on purpose (docs/protocol.md, "Where
 BeamWeaver deliberately differs").
 
-One `langgraph dev` per module (it takes ~16 s to start); the BeamWeaver server is the
-protocol tests' module-scoped `lg_url`.
+The servers and clients are `conftest.py`'s, the comparison's helpers `comparison.py`'s.
 """
 
 from __future__ import annotations
 
-import re
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import httpx
 import pytest
-from langgraph_sdk import get_sync_client
 from langgraph_sdk.errors import NotFoundError
 
-from bench.live.langgraph_dev import cli, langgraph_dev
+from tests.protocol.differential.comparison import events, on_both, without_end
 from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.processes, pytest.mark.django_db(transaction=True)]
 
 STEP_SECONDS = "0.15"  # "steps" runs six steps, ~1 s: long enough to find its thread busy
 SERVER_ENV = {"BEAMWEAVER_TEST_STEP_SECONDS": STEP_SECONDS}
-
-# UUIDs (threads, runs, checkpoints) and 32-hex interrupt ids.
-_ID = re.compile(
-    r"\b(?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|[0-9a-f]{32})\b"
-)
-_TIME = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?([+-]\d{2}:\d{2}|Z)?")
-
-
-@pytest.fixture(scope="module")
-def langgraph_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    if cli() is None:
-        pytest.fail("langgraph-cli[inmem] is a dev dependency: pip install -e '.[dev]'")
-    env = {"BEAMWEAVER_TEST_STEP_SECONDS": STEP_SECONDS}
-    with langgraph_dev(tmp_path_factory.mktemp("langgraph-dev"), **env) as base:
-        yield base
-
-
-@pytest.fixture
-def both(lg_url: str, langgraph_url: str, alice_token: str) -> dict[str, Any]:
-    """The two servers' clients: "ours" as alice, "theirs" (no auth on `langgraph dev`)."""
-    return {
-        "ours": get_sync_client(url=lg_url, api_key=alice_token),
-        "theirs": get_sync_client(url=langgraph_url, api_key="unused"),
-    }
-
-
-class Normaliser:
-    """Replaces each distinct id by `<id:n>` (numbered by first appearance, so the same id
-    twice stays the same placeholder) and each timestamp by `<time>`. An interrupt's
-    `response_schema: null` (a field LangGraph's server added lately, which BeamWeaver does
-    not send; null says nothing) is dropped."""
-
-    def __init__(self) -> None:
-        self.ids: dict[str, str] = {}
-
-    def __call__(self, value: Any) -> Any:
-        if isinstance(value, dict):
-            return {
-                self(k): self(v)
-                for k, v in value.items()
-                if not (k == "response_schema" and v is None)
-            }
-        if isinstance(value, list | tuple):
-            return [self(v) for v in value]
-        if isinstance(value, str):
-            value = _TIME.sub("<time>", value)
-            return _ID.sub(self._id, value)
-        return value
-
-    def _id(self, match: re.Match[str]) -> str:
-        return self.ids.setdefault(match.group(0), f"<id:{len(self.ids) + 1}>")
-
-
-def on_both(both: dict[str, Any], scenario: Callable[[Any], Any]) -> tuple[Any, Any]:
-    """`scenario(client)` on each server, each result normalised on its own."""
-    ours, theirs = (Normaliser()(scenario(both[side])) for side in ("ours", "theirs"))
-    return ours, theirs
-
-
-def events(parts: Any) -> list[list[Any]]:
-    return [[p.event, p.data] for p in parts]
-
-
-def without_end(seen: list[list[Any]]) -> list[list[Any]]:
-    """The events before `end`. BeamWeaver always sends `end`; LangGraph's Python server
-    ends the response without one (docs/protocol.md), which leaves a client unable to
-    tell a finished stream from a cut connection: sending it is right."""
-    return seen[:-1] if seen and seen[-1][0] == "end" else seen
 
 
 def status_of(call: Callable[[], Any]) -> int:

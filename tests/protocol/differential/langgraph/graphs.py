@@ -1,6 +1,7 @@
 """LangGraph equivalents of the protocol tests' graphs (tests/protocol/graphs.py and the
 "steps" and "explode" graphs of tests/support/graphs.py), served by `langgraph dev` for the differential
-suite: same nodes, same state keys and reducers, same interrupts and custom events."""
+suite: same nodes, same state keys and reducers, same interrupts, custom events and
+messages."""
 
 from __future__ import annotations
 
@@ -9,8 +10,10 @@ import os
 import time
 from typing import Annotated, Any, TypedDict
 
+from langchain_core.messages import AIMessage, AnyMessage
 from langgraph.config import get_stream_writer
 from langgraph.graph import START, StateGraph
+from langgraph.graph.message import add_messages
 from langgraph.types import interrupt
 
 
@@ -126,3 +129,47 @@ greeter = (
     .add_edge(START, "start")
     .compile()
 )
+
+
+def _deep_inner() -> Any:
+    return StateGraph(LogState).add_node("deep", _named("deep")).add_edge(START, "deep").compile()
+
+
+nested = (
+    StateGraph(LogState)
+    .add_node("sub", _deep_inner())
+    .add_node("after", _named("after"))
+    .add_edge(START, "sub")
+    .add_edge("sub", "after")
+    .compile()
+)
+
+
+def _asking_inner() -> Any:
+    return StateGraph(AskState).add_node("ask", _ask).add_edge(START, "ask").compile()
+
+
+def _after(state: AskState) -> dict[str, Any]:
+    return {"log": ["after"]}
+
+
+# `AskState`'s `log` has no reducer, as in `ask`: only "after" writes it.
+nested_ask = (
+    StateGraph(AskState)
+    .add_node("sub", _asking_inner())
+    .add_node("after", _after)
+    .add_edge(START, "sub")
+    .add_edge("sub", "after")
+    .compile()
+)
+
+
+class ReplyState(TypedDict, total=False):
+    messages: Annotated[list[AnyMessage], add_messages]
+
+
+def _reply(state: ReplyState) -> dict[str, Any]:
+    return {"messages": [AIMessage(content="hi", id="reply-1")]}
+
+
+reply = StateGraph(ReplyState).add_node("reply", _reply).add_edge(START, "reply").compile()
