@@ -12,9 +12,11 @@ them (a deadlock it broke, a lock or statement timeout): the database was reache
 such an error is a defect to find (a deadlock is two transactions taking the same locks
 in opposite orders), not an outage to wait out.
 
-An API client reads JSON (`{"status", "code", "message"}`), so a path under the review
-API (wherever it is mounted) that resolves to nothing (a typo, a thread id the route cannot hold) gets a JSON
-404; `wants_json` says which requests those are (`nul_guard` answers them in JSON too).
+An API client reads JSON, so a path under the review API (wherever it is mounted) that
+resolves to nothing (a typo, a thread id the route cannot hold) gets a JSON 404:
+`{"status", "code", "message"}`, or under the LangGraph Platform protocol (`/lg/`) the
+protocol's `{"detail": ...}` (an id with a `%2F` matched no route there, and the SDKs read
+`detail`). `error_json` is that rule, once; `nul_guard` answers with it too.
 """
 
 from __future__ import annotations
@@ -53,12 +55,31 @@ def wants_json(request: HttpRequest) -> bool:
     return "application/json" in accept and "text/html" not in accept
 
 
-def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
-    """`handler404`: the API's error JSON for `wants_json` requests, else Django's page."""
+def protocol_roots() -> tuple[str, ...]:
+    """Where the LangGraph Platform protocol is mounted: `/lg/` here, `/review/lg/` in a
+    host that includes `beamweaver_core.embed.urls` under `review/`."""
+    try:
+        document = reverse("lg:openapi")
+    except NoReverseMatch:
+        return ()
+    return (document.removesuffix("openapi.json"),)
+
+
+def error_json(request: HttpRequest, status: int, code: str, message: str) -> JsonResponse | None:
+    """The error JSON of the API `request` is addressed to: the protocol's `{"detail"}`
+    under its root, the review API's `{"status", "code", "message"}` for `wants_json`
+    requests; `None` for a page."""
+    if request.path.startswith(protocol_roots()):
+        return JsonResponse({"detail": message}, status=status)
     if wants_json(request):
-        body = {"status": 404, "code": "not_found", "message": "No such API endpoint or object."}
-        return JsonResponse(body, status=404)
-    return defaults.page_not_found(request, exception)
+        return JsonResponse({"status": status, "code": code, "message": message}, status=status)
+    return None
+
+
+def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """`handler404`: an API's error JSON (`error_json`), else Django's page."""
+    found = error_json(request, 404, "not_found", "No such API endpoint or object.")
+    return found or defaults.page_not_found(request, exception)
 
 
 UNREACHABLE_STATES = ("08", "53", "57P01", "57P02", "57P03")
@@ -93,7 +114,9 @@ __all__ = [
     "UNREACHABLE_STATES",
     "api_roots",
     "database_unavailable",
+    "error_json",
     "not_found",
+    "protocol_roots",
     "server_error",
     "wants_json",
 ]

@@ -5,9 +5,8 @@ Postgres can neither store nor compare text containing NUL (U+0000): a `%00` tha
 a query (a list filter, a lookup by id or username, a session key read from a cookie, a
 client decision id) raised `DataError`, a 500. No path, query parameter, cookie or form
 field of this project has a use for NUL, so the request is refused at the edge, once,
-instead of in every view: as the API's error JSON (`{"status", "code", "message"}`) under
-the review API or for a client that asks for JSON (`error_views.wants_json`), as plain text
-elsewhere. Like the other edge
+instead of in every view: as an API's error JSON (`error_views.error_json`: the review
+API's, or the protocol's `{"detail": ...}` under `/lg/`), as plain text elsewhere. Like the other edge
 refusals (CSRF, 413, 429) it decides nothing and so is not in the review audit log. JSON
 bodies are `json_input.parse_json`'s to refuse (a NUL there is an escape, `\u0000`).
 
@@ -30,10 +29,10 @@ from urllib.parse import unquote_to_bytes
 
 from channels.security.websocket import WebsocketDenier
 from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse
 from django.http.cookie import parse_cookie
 
-from beamweaver_core.error_views import wants_json
+from beamweaver_core.error_views import error_json
 
 NUL = "\x00"
 MESSAGE = (
@@ -86,10 +85,8 @@ class NulGuardMiddleware:
         if where is None:
             return self.get_response(request)
         message = MESSAGE.format(where=where)
-        if wants_json(request):
-            body = {"status": 400, "code": "nul_character", "message": message}
-            return JsonResponse(body, status=400)
-        return HttpResponse(message, status=400, content_type="text/plain; charset=utf-8")
+        found = error_json(request, 400, "nul_character", message)
+        return found or HttpResponse(message, status=400, content_type="text/plain; charset=utf-8")
 
 
 def websocket_nul(scope: Any) -> str | None:

@@ -15,11 +15,16 @@ _PARAM = re.compile(r"\{(\w+)\}")
 _ERROR = {
     "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorResponse"}}}
 }
+_EDGE = {"400": {"description": "A NUL character in the path, query string or cookies", **_ERROR}}
+"""What the project's middleware refuses before any route is chosen (`nul_guard`)."""
 _ERRORS = {
     "401": {"description": "No live API token", **_ERROR},
+    "403": {"description": "The token's user may not change this thread or run", **_ERROR},
     "404": {"description": "Not found (or not visible to the token's user)", **_ERROR},
     "409": {"description": "Conflict with the thread's state", **_ERROR},
+    "413": {"description": "The request body is too large", **_ERROR},
     "422": {"description": "Invalid request", **_ERROR},
+    "429": {"description": "Too many decisions in a short time", **_ERROR},
 }
 QUERY: dict[str, list[tuple[str, dict[str, Any]]]] = {
     "get_assistant_graph": [("xray", {"anyOf": [{"type": "boolean"}, {"type": "integer"}]})],
@@ -64,8 +69,14 @@ def _refs(value: Any) -> Any:
 def _answer(op: Operation, method: str) -> dict[str, Any]:
     kind = op.response
     if kind is None:
-        status = "204" if method == "DELETE" else "202"
-        return {status: {"description": "Done"}}
+        return {"204": {"description": "Done"}}
+    if kind == "accepted":
+        return {
+            "202": {"description": "Accepted: the run stops as soon as its worker sees it"},
+            "204": {"description": "Done (wait=true)"},
+        }
+    if kind == "refused":
+        return {"405": {"description": "Refused: assistants are the registered graphs", **_ERROR}}
     if kind == "sse":
         return {"200": {"description": "Server-sent events", "content": {"text/event-stream": {}}}}
     if kind in ("object", "integer"):
@@ -100,11 +111,12 @@ def _operation(route: Route, method: str, op: Operation) -> dict[str, Any]:
         "summary": op.summary,
         "tags": [route.path.strip("/").split("/")[0]],
         "parameters": parameters,
-        "responses": {**_answer(op, method), **({} if route.public else _ERRORS)},
+        "responses": {**_answer(op, method), **_EDGE, **({} if route.public else _ERRORS)},
     }
     if op.request is not None:
         spec["requestBody"] = {
-            "required": True,
+            "description": "An empty body is `{}`.",
+            "required": False,
             "content": {
                 "application/json": {"schema": {"$ref": f"#/components/schemas/{op.request}"}}
             },
@@ -131,7 +143,8 @@ def document(server: str) -> dict[str, Any]:
                 "200": {
                     "description": "OK",
                     "content": {"application/json": {"schema": {"type": "object"}}},
-                }
+                },
+                **_EDGE,
             },
         }
     }

@@ -26,7 +26,9 @@ class Operation:
     summary: str
     request: str | None = None
     response: str | None = None
-    """A response schema name, `"list:<name>"` for a list of them, or a literal type."""
+    """A response schema name, `"list:<name>"` for a list of them, a literal type, `"sse"`;
+    `None` for an empty 204, `"accepted"` for an empty 202 (204 once done), `"refused"` for
+    an operation always refused (405)."""
     stream: bool = False
     """An SSE stream or a long wait (an async view)."""
 
@@ -58,7 +60,7 @@ ROUTES: tuple[Route, ...] = (
                 A.read_only,
                 "create_assistant",
                 "Create an assistant (refused: assistants are the registered graphs)",
-                response="Assistant",
+                response="refused",
             )
         },
     ),
@@ -90,9 +92,11 @@ ROUTES: tuple[Route, ...] = (
                 A.read_only,
                 "patch_assistant",
                 "Change an assistant (refused)",
-                response="Assistant",
+                response="refused",
             ),
-            "DELETE": Operation(A.read_only, "delete_assistant", "Delete an assistant (refused)"),
+            "DELETE": Operation(
+                A.read_only, "delete_assistant", "Delete an assistant (refused)", response="refused"
+            ),
         },
     ),
     Route(
@@ -135,11 +139,25 @@ ROUTES: tuple[Route, ...] = (
     ),
     Route(
         "/assistants/{assistant_id}/versions",
-        {"POST": Operation(A.read_only, "assistant_versions", "Assistant versions (refused)")},
+        {
+            "POST": Operation(
+                A.read_only,
+                "assistant_versions",
+                "Assistant versions (refused)",
+                response="refused",
+            )
+        },
     ),
     Route(
         "/assistants/{assistant_id}/latest",
-        {"POST": Operation(A.read_only, "assistant_latest", "Set an assistant version (refused)")},
+        {
+            "POST": Operation(
+                A.read_only,
+                "assistant_latest",
+                "Set an assistant version (refused)",
+                response="refused",
+            )
+        },
     ),
     Route(
         "/threads",
@@ -316,7 +334,14 @@ ROUTES: tuple[Route, ...] = (
     ),
     Route(
         "/threads/{thread_id}/runs/{run_id}/cancel",
-        {"POST": Operation(R.cancel, "cancel_run", "Cancel a run (action=interrupt or rollback)")},
+        {
+            "POST": Operation(
+                R.cancel,
+                "cancel_run",
+                "Cancel a run (action=interrupt or rollback)",
+                response="accepted",
+            )
+        },
     ),
     Route(
         "/runs",

@@ -236,7 +236,7 @@ REQUESTS: dict[str, dict[str, Any]] = {
 }
 
 _TIME = {"type": "string", "format": "date-time"}
-_CHECKPOINT = {
+_CHECKPOINT: dict[str, Any] = {
     "type": "object",
     "properties": {
         "thread_id": {"type": "string"},
@@ -318,7 +318,14 @@ RESPONSES: dict[str, dict[str, Any]] = {
             "values": {"type": ["object", "array"]},
             "next": {"type": "array", "items": {"type": "string"}},
             "tasks": {"type": "array"},
-            "checkpoint": {"type": ["object", "null"], "properties": _CHECKPOINT["properties"]},
+            # A thread without a checkpoint yet has a state without a checkpoint id.
+            "checkpoint": {
+                "type": ["object", "null"],
+                "properties": {
+                    **_CHECKPOINT["properties"],
+                    "checkpoint_id": {"type": ["string", "null"]},
+                },
+            },
             "parent_checkpoint": {"type": ["object", "null"]},
             "metadata": _OBJECT,
             "created_at": {"type": ["string", "null"]},

@@ -13,6 +13,7 @@ from django.urls import URLPattern
 from jsonschema import Draft202012Validator
 
 from beamweaver_core.protocol import urls
+from tests.protocol.conftest import client_of
 
 pytestmark = pytest.mark.django_db
 
@@ -126,3 +127,31 @@ def test_browsers_on_configured_origins_may_call(settings: Any) -> None:
     assert "x-api-key" in preflight["Access-Control-Allow-Headers"]
     other = client.options("/lg/threads/search", HTTP_ORIGIN="https://evil.example.com")
     assert "Access-Control-Allow-Origin" not in other
+
+
+def test_the_document_says_what_the_routes_answer(document: dict[str, Any]) -> None:
+    """Found by tests/protocol/test_fuzz.py: the document said 202 where `/runs/cancel`
+    answers 204, 200 with an assistant where the assistant writes answer 405, a required
+    body where an empty one is read as `{}`, and a string checkpoint id where a new
+    thread's state has none."""
+    client = client_of("alice")
+    thread = client.post("/lg/threads", content_type="application/json").json()["thread_id"]
+    answers = {
+        ("post", "/runs/cancel"): client.post(
+            "/lg/runs/cancel", {"status": "all"}, content_type="application/json"
+        ),
+        ("post", "/assistants"): client.post("/lg/assistants", content_type="application/json"),
+        ("delete", "/assistants/{assistant_id}"): client.delete("/lg/assistants/linear"),
+        ("post", "/threads/count"): client.generic("POST", "/lg/threads/count", b""),
+    }
+    for (method, path), response in answers.items():
+        assert str(response.status_code) in document["paths"][path][method]["responses"], path
+    assert answers["post", "/threads/count"].json() == 1
+    state = client.get(f"/lg/threads/{thread}/state").json()
+    schema = document["paths"]["/threads/{thread_id}/state"]["get"]["responses"]["200"]
+    validator = Draft202012Validator(
+        {**schema["content"]["application/json"]["schema"], "components": document["components"]}
+    )
+    assert state["checkpoint"]["checkpoint_id"] is None
+    assert list(validator.iter_errors(state)) == []
+    assert not document["paths"]["/threads/count"]["post"]["requestBody"]["required"]
