@@ -135,6 +135,10 @@ async def thread_frames(
     stopped = in_thread(stream.stopped)
     idle_since = time.monotonic()
     async with Hints(stream.thread.id) as hints:
+        # The response's headers at once, as LangGraph's server sends them: daphne sends
+        # them with the body's first bytes, so a client of a quiet thread saw nothing
+        # until its first event or heartbeat. A comment, which SSE clients skip.
+        yield HEARTBEAT
         while True:
             found, cursor = await batch(cursor, skip)
             skip = -1

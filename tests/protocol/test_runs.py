@@ -413,6 +413,23 @@ def test_a_runs_webhook_is_posted_signed_when_it_ends(
     assert status_of(elsewhere) == 422 and "not allowed" in elsewhere.value.response.text
 
 
+def test_a_threads_stream_answers_at_once_on_a_quiet_thread(lg_url: str, alice_token: str) -> None:
+    """Its status and headers come at once, as on LangGraph's server, not with its first
+    event or heartbeat: daphne sends the headers with the body's first bytes, so a client
+    joined to a quiet thread saw no answer for the heartbeat's 5 s (found by
+    tests/protocol/test_fuzz.py)."""
+    thread_id = client(lg_url, alice_token).threads.create()["thread_id"]
+    with (
+        httpx.Client(base_url=lg_url, timeout=httpx.Timeout(10, read=3)) as http,
+        http.stream(
+            "GET", f"/threads/{thread_id}/stream", headers={"x-api-key": alice_token}
+        ) as response,
+    ):
+        assert response.status_code == 200
+        assert response.headers["content-type"].startswith("text/event-stream")
+        assert next(response.iter_bytes()).startswith(b":")
+
+
 def test_a_run_started_over_lg_is_decided_in_the_inbox_and_a_joined_stream_sees_it_continue(
     lg_url: str, alice_token: str, bob_token: str
 ) -> None:
