@@ -633,3 +633,20 @@ def test_unknown_stream_modes_are_refused_everywhere_a_run_starts(
         for path in ("/threads/{thread_id}/runs", "/threads/{thread_id}/runs/stream", "/runs/wait")
     ]
     assert statuses == [422, 422, 422]
+
+
+def test_a_batch_and_a_cancel_the_generator_seldom_gets_taken_are_checked_taken(
+    world: World, spec: dict[str, Any]
+) -> None:
+    """The generator's bodies for `/runs/batch` and `/runs/cancel` are almost never taken
+    (a batch item is rarely a runnable body, a drawn cancel seldom names a run it may
+    cancel), so their 2xx answers are checked here through the same checks: the
+    documented status, the documented (empty) answer, and the batch's runs run."""
+    batch = [{"assistant_id": "linear", "input": {"log": []}} for _ in range(2)]
+    taken = _send_raw(world, spec, "POST", "/runs/batch", json.dumps(batch).encode())
+    assert taken == 200
+    busy = world.ids["thread_id"][2]
+    running = next(run for run, thread in world.runs.items() if thread == busy)
+    cancel = {"thread_id": busy, "run_ids": [running]}
+    assert _send_raw(world, spec, "POST", "/runs/cancel", json.dumps(cancel).encode()) == 204
+    assert Run.objects.get(pk=running).status in ("cancelling", "cancelled")
