@@ -36,14 +36,20 @@ UNAVAILABLE = (
 )
 
 
+def _mounted(name: str, suffix: str) -> tuple[str, ...]:
+    """The path prefix under which URL `name` (whose path ends in `suffix`) is mounted,
+    here or in a host that includes `beamweaver_core.embed.urls`; none where it is not."""
+    try:
+        path = reverse(name)
+    except NoReverseMatch:
+        return ()
+    return (path.removesuffix(suffix),)
+
+
 def api_roots() -> tuple[str, ...]:
     """Where the review API is mounted: `/api/v1/` here, `/review/api/v1/` in a host that
     includes `beamweaver_core.embed.urls` under `review/`."""
-    try:
-        items = reverse("reviews:api:items")
-    except NoReverseMatch:
-        return ()
-    return (items.removesuffix("items/"),)
+    return _mounted("reviews:api:items", "items/")
 
 
 def wants_json(request: HttpRequest) -> bool:
@@ -58,11 +64,7 @@ def wants_json(request: HttpRequest) -> bool:
 def protocol_roots() -> tuple[str, ...]:
     """Where the LangGraph Platform protocol is mounted: `/lg/` here, `/review/lg/` in a
     host that includes `beamweaver_core.embed.urls` under `review/`."""
-    try:
-        document = reverse("lg:openapi")
-    except NoReverseMatch:
-        return ()
-    return (document.removesuffix("openapi.json"),)
+    return _mounted("lg:openapi", "openapi.json")
 
 
 def error_json(request: HttpRequest, status: int, code: str, message: str) -> JsonResponse | None:

@@ -165,6 +165,11 @@ class CheckpointStager:
         with self._lock:
             self.records.append((checkpoint_id, task, record))
 
+    def holds_checkpoints(self) -> bool:
+        """Whether a checkpoint is staged and not committed yet."""
+        with self._lock:
+            return bool(self.checkpoints)
+
     def flush(self) -> tuple[list[NewCheckpoint], list[tuple[str, str, TaskRecord]]]:
         """Take what must be committed now (one transaction). Under a lock: a subgraph's
         commit may flush its parent's staging while the parent's thread records a task

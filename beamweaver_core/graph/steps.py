@@ -399,7 +399,7 @@ class StepLoop:
         only for a run whose first step holds a subgraph. Commits of one run are
         serialized (a parent's own commit may race a subgraph's on another thread)."""
         outer = self.parent.run if self.parent is not None else None
-        if outer is not None and outer.staging.checkpoints:
+        if outer is not None and outer.staging.holds_checkpoints():
             outer.commit()
         with self._committing:
             staged, records = self.staging.flush()
